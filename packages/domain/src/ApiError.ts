@@ -1,0 +1,74 @@
+/**
+ * The error envelope every Bosun response uses (spec: Errors 1-3): `{"error": {"code", "message"}}`.
+ *
+ * Each class is one HTTP status. They are `Schema.Error` classes rather than `Schema.TaggedError`
+ * so that the encoded body is exactly the spec's envelope with no `_tag` beside it; the runtime
+ * `_tag` is a plain class field, so `Effect.catchTag` still works on the server side.
+ */
+import { Schema } from "effect"
+
+export const ErrorBody = Schema.Struct({
+  code: Schema.String,
+  message: Schema.String
+})
+export type ErrorBody = typeof ErrorBody.Type
+
+const envelope = { error: ErrorBody }
+
+export class BadRequest extends Schema.Error<BadRequest>("BadRequest")(envelope, { httpApiStatus: 400 }) {
+  readonly _tag = "BadRequest"
+  static fromCode(code: string, message: string) {
+    return new BadRequest({ error: { code, message } })
+  }
+}
+
+export class Unauthorized extends Schema.Error<Unauthorized>("Unauthorized")(envelope, { httpApiStatus: 401 }) {
+  readonly _tag = "Unauthorized"
+  static fromCode(code: string, message: string) {
+    return new Unauthorized({ error: { code, message } })
+  }
+}
+
+export class Forbidden extends Schema.Error<Forbidden>("Forbidden")(envelope, { httpApiStatus: 403 }) {
+  readonly _tag = "Forbidden"
+  static fromCode(code: string, message: string) {
+    return new Forbidden({ error: { code, message } })
+  }
+}
+
+export class NotFound extends Schema.Error<NotFound>("NotFound")(envelope, { httpApiStatus: 404 }) {
+  readonly _tag = "NotFound"
+  static fromCode(code: string, message: string) {
+    return new NotFound({ error: { code, message } })
+  }
+}
+
+export class Conflict extends Schema.Error<Conflict>("Conflict")(envelope, { httpApiStatus: 409 }) {
+  readonly _tag = "Conflict"
+  static fromCode(code: string, message: string) {
+    return new Conflict({ error: { code, message } })
+  }
+}
+
+export class ServiceUnavailable extends Schema.Error<ServiceUnavailable>("ServiceUnavailable")(envelope, {
+  httpApiStatus: 503
+}) {
+  readonly _tag = "ServiceUnavailable"
+  static fromCode(code: string, message: string) {
+    return new ServiceUnavailable({ error: { code, message } })
+  }
+}
+
+/** Codes Bosun itself emits outside any endpoint's own errors (routing, validation, defects). */
+export const ErrorCodes = {
+  notFound: "not_found",
+  routeNotFound: "route_not_found",
+  methodNotAllowed: "method_not_allowed",
+  invalidParams: "invalid_path_parameter",
+  invalidQuery: "invalid_query_parameter",
+  invalidHeaders: "invalid_header",
+  invalidBody: "invalid_body",
+  internal: "internal_error",
+  migrationsPending: "migrations_pending",
+  databaseUnavailable: "database_unavailable"
+} as const

@@ -1,0 +1,6 @@
+export * from "./ApiError.ts"
+export * from "./api/Api.ts"
+export * from "./api/HealthApi.ts"
+export * from "./api/InstanceApi.ts"
+export * from "./api/Middleware.ts"
+export * from "./Ids.ts"

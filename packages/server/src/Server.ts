@@ -1,0 +1,64 @@
+/**
+ * The Bosun server process as one Layer: configuration, instance secrets, the database (external
+ * or embedded), the Migrator with its boot-time run, and the HTTP application on a Node server.
+ * `main.ts` launches it; integration tests build the same layer with their own database, port and
+ * extra routes.
+ */
+
+import { createServer } from "node:http"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Effect, Layer, Option, Redacted } from "effect"
+import { HttpServer } from "effect/http"
+import { NetAddress } from "effect/net"
+import { AppConfig } from "./config/AppConfig.ts"
+import { InstanceSecrets } from "./config/InstanceSecrets.ts"
+import { ApiRoutes, serve } from "./http/HttpApp.ts"
+import { DatabaseLive } from "./persistence/Database.ts"
+import { Migrator } from "./persistence/Migrator.ts"
+
+/** The HTTP server on `BOSUN_HOST:BOSUN_PORT`. */
+export const NodeServerLive = Layer.unwrap(
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    return NodeHttpServer.layer(createServer, { port: config.port, host: config.host })
+  })
+)
+
+/** Serves `routes` (production: `ApiRoutes`) with the Migrator; needs AppConfig, SqlClient, an HttpServer. */
+export const HttpLive = <A, E, R>(routes: Layer.Layer<A, E, R>) => serve(routes).pipe(Layer.provide(Migrator.layer))
+
+/** One structured line once listening, and on the embedded default's first start, the one-time hints. */
+const Announce = Layer.effectDiscard(
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const secrets = yield* InstanceSecrets
+    const server = yield* HttpServer.HttpServer
+    const address =
+      server.address._tag === "UnixPathAddress" ? server.address.path : NetAddress.formatInet(server.address)
+    yield* Effect.logInfo("bosun_listening").pipe(
+      Effect.annotateLogs({ address, base_url: config.baseUrl.href, embedded: Option.isSome(secrets.embedded) })
+    )
+    if (Option.isSome(secrets.embedded) && secrets.embedded.value.firstStart) {
+      // Shown once, to the operator's terminal, on the start that generated them; never logged.
+      const token = Option.match(secrets.bootstrapToken, { onNone: () => "(unset)", onSome: Redacted.value })
+      process.stderr.write(
+        [
+          "",
+          "Bosun is running on its embedded defaults.",
+          `  Dashboard:       ${config.baseUrl.href}`,
+          `  Bootstrap token: ${token}`,
+          `  (kept in ${secrets.embedded.value.secretsFile}, mode 0600; this is the only time it is printed)`,
+          ""
+        ].join("\n")
+      )
+    }
+  })
+)
+
+export const ServerLive = Announce.pipe(
+  Layer.provideMerge(HttpLive(ApiRoutes)),
+  Layer.provide(NodeServerLive),
+  Layer.provide(DatabaseLive),
+  Layer.provideMerge(InstanceSecrets.layer),
+  Layer.provideMerge(AppConfig.layer)
+)

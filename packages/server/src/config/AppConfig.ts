@@ -1,0 +1,111 @@
+/**
+ * Every setting Bosun reads, through Effect `Config` (README: Configuration). Values are validated
+ * here, once, at start-up: a malformed value fails with a `ConfigError` naming the variable, which
+ * `main` prints as one line. Secrets stay `Redacted` from the moment they are read.
+ */
+import { Config, Context, Duration, Effect, Layer, Option, Redacted, Schema } from "effect"
+
+const MasterKeyPattern = /^[A-Za-z0-9+/]{43}=$/
+
+/** Base64 of exactly 32 bytes (44 characters with its one `=` of padding). */
+export const MasterKeyString = Schema.String.check(
+  Schema.makeFilter((s: string) =>
+    MasterKeyPattern.test(s) && Buffer.from(s, "base64").length === 32
+      ? undefined
+      : "must be base64 of exactly 32 bytes (44 characters ending in '='), e.g. the output of `openssl rand -base64 32`"
+  )
+)
+
+/** An integer written as a string, at least 1. */
+export const KeyVersionString = Schema.String.check(
+  Schema.makeFilter((s: string) => (/^[1-9][0-9]{0,8}$/.test(s) ? undefined : 'must be a positive integer, e.g. "1"'))
+)
+
+/** A JSON object mapping a version string to the base64 key of that older version. */
+export const PreviousKeysJson = Schema.String.pipe(
+  Schema.decodeTo(Schema.fromJsonString(Schema.Record(KeyVersionString, MasterKeyString)))
+)
+
+export interface S3Settings {
+  readonly bucket: string
+  readonly endpoint: Option.Option<URL>
+  readonly region: string
+  readonly forcePathStyle: boolean
+  readonly accessKeyId: Option.Option<Redacted.Redacted<string>>
+  readonly secretAccessKey: Option.Option<Redacted.Redacted<string>>
+}
+
+export interface MasterKeySettings {
+  readonly key: Redacted.Redacted<string>
+  readonly version: number
+  readonly previous: ReadonlyMap<number, Redacted.Redacted<string>>
+}
+
+export interface AppSettings {
+  readonly host: string
+  readonly port: number
+  readonly baseUrl: URL
+  readonly dataDir: string
+  readonly databaseUrl: Option.Option<Redacted.Redacted<string>>
+  readonly redisUrl: Option.Option<Redacted.Redacted<string>>
+  readonly s3: Option.Option<S3Settings>
+  /** Absent only on the embedded default, where `LocalSecrets` supplies one. */
+  readonly masterKey: Option.Option<MasterKeySettings>
+  readonly bootstrapToken: Option.Option<Redacted.Redacted<string>>
+  readonly migrationsDir: string
+  readonly migrationGateWait: Duration.Duration
+}
+
+const defaultMigrationsDir = new URL("../../../../sql/", import.meta.url).pathname
+
+const optionalRedacted = (name: string) => Config.option(Config.Redacted(name))
+
+const s3Config: Config.Config<Option.Option<S3Settings>> = Config.all({
+  bucket: Config.option(Config.NonEmptyString("BOSUN_S3_BUCKET")),
+  endpoint: Config.option(Config.URL("BOSUN_S3_ENDPOINT")),
+  region: Config.String("BOSUN_S3_REGION").pipe(Config.withDefault("us-east-1")),
+  forcePathStyle: Config.Boolean("BOSUN_S3_FORCE_PATH_STYLE").pipe(Config.withDefault(false)),
+  accessKeyId: optionalRedacted("BOSUN_S3_ACCESS_KEY_ID"),
+  secretAccessKey: optionalRedacted("BOSUN_S3_SECRET_ACCESS_KEY")
+}).pipe(Config.map(({ bucket, ...rest }) => Option.map(bucket, (bucket) => ({ bucket, ...rest }))))
+
+const masterKeyConfig: Config.Config<Option.Option<MasterKeySettings>> = Config.all({
+  key: Config.option(Config.schema(MasterKeyString, "BOSUN_MASTER_KEY")),
+  version: Config.schema(KeyVersionString, "BOSUN_MASTER_KEY_VERSION").pipe(Config.withDefault("1")),
+  previous: Config.schema(PreviousKeysJson, "BOSUN_PREVIOUS_MASTER_KEYS").pipe(Config.withDefault({}))
+}).pipe(
+  Config.map(({ key, version, previous }) =>
+    Option.map(key, (key) => ({
+      key: Redacted.make(key),
+      version: Number(version),
+      previous: new Map(Object.entries(previous).map(([v, k]) => [Number(v), Redacted.make(k)] as const))
+    }))
+  )
+)
+
+export const appConfig: Config.Config<AppSettings> = Config.all({
+  host: Config.String("BOSUN_HOST").pipe(Config.withDefault("127.0.0.1")),
+  port: Config.Port("BOSUN_PORT").pipe(Config.withDefault(8080)),
+  baseUrl: Config.option(Config.URL("BOSUN_BASE_URL")),
+  dataDir: Config.NonEmptyString("BOSUN_DATA_DIR").pipe(Config.withDefault("./.bosun")),
+  databaseUrl: optionalRedacted("DATABASE_URL"),
+  redisUrl: optionalRedacted("REDIS_URL"),
+  s3: s3Config,
+  masterKey: masterKeyConfig,
+  bootstrapToken: optionalRedacted("BOSUN_BOOTSTRAP_TOKEN"),
+  migrationsDir: Config.NonEmptyString("BOSUN_MIGRATIONS_DIR").pipe(Config.withDefault(defaultMigrationsDir)),
+  migrationGateWait: Config.Duration("BOSUN_MIGRATION_GATE_WAIT").pipe(Config.withDefault(Duration.seconds(5)))
+}).pipe(
+  Config.map(({ baseUrl, ...rest }) => ({
+    ...rest,
+    baseUrl: Option.getOrElse(baseUrl, () => new URL(`http://${urlHost(rest.host)}:${rest.port}`))
+  }))
+)
+
+/** `0.0.0.0` and `::` bind every interface; a browser cannot open them, so the default URL says localhost. */
+const urlHost = (host: string) =>
+  host === "0.0.0.0" || host === "::" ? "localhost" : host.includes(":") ? `[${host}]` : host
+
+export class AppConfig extends Context.Service<AppConfig, AppSettings>()("bosun/server/config/AppConfig") {
+  static readonly layer = Layer.effect(AppConfig, Effect.map(appConfig, AppConfig.of))
+}

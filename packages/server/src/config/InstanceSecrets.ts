@@ -1,0 +1,116 @@
+/**
+ * The instance's own secrets: the master key ring, the bootstrap token and, on the embedded
+ * default, the embedded Postgres password (spec: Secret-rotation procedure 2; README: Embedded).
+ *
+ * With `DATABASE_URL` set (a real deployment) they come from the environment only, and a missing
+ * `BOSUN_MASTER_KEY` stops start-up: generating one into a pod's disk would lose every secret on
+ * the next restart. Without it (the embedded default), what the environment does not give is
+ * generated once into `BOSUN_DATA_DIR/secrets.json` (mode 0600) and reused on every later start.
+ */
+
+import { randomBytes } from "node:crypto"
+import * as fs from "node:fs/promises"
+import * as path from "node:path"
+import { Context, Data, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { AppConfig, type MasterKeySettings } from "./AppConfig.ts"
+
+export class StartupError extends Data.TaggedError("StartupError")<{
+  readonly message: string
+}> {}
+
+const SecretsFile = Schema.Struct({
+  master_key: Schema.String,
+  master_key_version: Schema.Int,
+  bootstrap_token: Schema.String,
+  postgres_password: Schema.String,
+  created_at: Schema.String
+})
+type SecretsFile = typeof SecretsFile.Type
+
+export interface InstanceSecretsShape {
+  readonly masterKey: MasterKeySettings
+  readonly bootstrapToken: Option.Option<Redacted.Redacted<string>>
+  /** Present on the embedded default only. */
+  readonly embedded: Option.Option<EmbeddedSecrets>
+}
+
+export interface EmbeddedSecrets {
+  readonly postgresPassword: Redacted.Redacted<string>
+  readonly secretsFile: string
+  /** True on the start that created `secrets.json`: the token and URL are shown once, then. */
+  readonly firstStart: boolean
+}
+
+const generate = (): SecretsFile => ({
+  master_key: randomBytes(32).toString("base64"),
+  master_key_version: 1,
+  bootstrap_token: randomBytes(32).toString("base64url"),
+  postgres_password: randomBytes(24).toString("base64url"),
+  created_at: new Date().toISOString()
+})
+
+const decodeFile = Schema.decodeUnknownEffect(Schema.fromJsonString(SecretsFile))
+
+/** Reads `secrets.json`, or creates it (exclusively, so two first starts cannot both write it). */
+export const loadOrCreateSecretsFile = Effect.fn("InstanceSecrets.loadOrCreate")(function* (dataDir: string) {
+  const file = path.join(dataDir, "secrets.json")
+  const fail = (what: string) => (cause: unknown) =>
+    new StartupError({ message: `${file}: ${what}: ${cause instanceof Error ? cause.message : String(cause)}` })
+  yield* Effect.tryPromise({
+    try: () => fs.mkdir(dataDir, { recursive: true, mode: 0o711 }),
+    catch: fail("cannot create")
+  })
+  const fresh = generate()
+  const created = yield* Effect.tryPromise({
+    try: () =>
+      fs.writeFile(file, `${JSON.stringify(fresh, null, 2)}\n`, { mode: 0o600, flag: "wx" }).then(
+        () => true,
+        (error: NodeJS.ErrnoException) => (error.code === "EEXIST" ? false : Promise.reject(error))
+      ),
+    catch: fail("cannot write")
+  })
+  if (created) return { file, secrets: fresh, created }
+  const text = yield* Effect.tryPromise({ try: () => fs.readFile(file, "utf8"), catch: fail("cannot read") })
+  const secrets = yield* decodeFile(text).pipe(
+    Effect.mapError(() => new StartupError({ message: `${file} is not a valid Bosun secrets file` }))
+  )
+  return { file, secrets, created }
+})
+
+export class InstanceSecrets extends Context.Service<InstanceSecrets, InstanceSecretsShape>()(
+  "bosun/server/config/InstanceSecrets"
+) {
+  static readonly layer = Layer.effect(
+    InstanceSecrets,
+    Effect.gen(function* () {
+      const config = yield* AppConfig
+      if (Option.isSome(config.databaseUrl)) {
+        if (Option.isNone(config.masterKey)) {
+          return yield* new StartupError({
+            message:
+              "BOSUN_MASTER_KEY: required when DATABASE_URL is set (base64 of 32 bytes, e.g. `openssl rand -base64 32`)"
+          })
+        }
+        return InstanceSecrets.of({
+          masterKey: config.masterKey.value,
+          bootstrapToken: config.bootstrapToken,
+          embedded: Option.none()
+        })
+      }
+      const { created, file, secrets } = yield* loadOrCreateSecretsFile(config.dataDir)
+      return InstanceSecrets.of({
+        masterKey: Option.getOrElse(config.masterKey, () => ({
+          key: Redacted.make(secrets.master_key),
+          version: secrets.master_key_version,
+          previous: new Map()
+        })),
+        bootstrapToken: Option.orElse(config.bootstrapToken, () => Option.some(Redacted.make(secrets.bootstrap_token))),
+        embedded: Option.some({
+          postgresPassword: Redacted.make(secrets.postgres_password),
+          secretsFile: file,
+          firstStart: created
+        })
+      })
+    })
+  )
+}

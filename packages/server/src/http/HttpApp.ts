@@ -1,0 +1,32 @@
+/**
+ * The HTTP application: the `BosunApi` routes with their handlers, the validation middleware, and
+ * the request pipeline in front of everything, served with the router limits the spec needs.
+ *
+ * `serve` takes the route layer as an argument so integration tests can add routes of their own
+ * (a route that dies, a group with path parameters) to exactly the stack production serves.
+ */
+import { BosunApi } from "@bosun/domain"
+import { Layer } from "effect"
+import { HttpRouter } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
+import { HealthHttp } from "./HealthHttp.ts"
+import { InstanceHttp } from "./InstanceHttp.ts"
+import { RequestPipelineLayer } from "./RequestPipeline.ts"
+import { RequestValidationLayer } from "./Validation.ts"
+
+/** Every `BosunApi` route with its handlers; needs the services the handlers use. */
+export const ApiRoutes = HttpApiBuilder.layer(BosunApi, { openapiPath: "/api/v1/openapi.json" }).pipe(
+  Layer.provide([HealthHttp, InstanceHttp]),
+  Layer.provide(RequestValidationLayer)
+)
+
+/**
+ * Serves `routes` behind the request pipeline. Path parameters may be up to 1024 characters at the
+ * router so that the spec's 1..128 rule is Schema's to enforce (a 400, not a router 404).
+ */
+export const serve = <A, E, R>(routes: Layer.Layer<A, E, R>) =>
+  HttpRouter.serve(Layer.mergeAll(routes, RequestPipelineLayer), {
+    routerConfig: { maxParamLength: 1024 },
+    disableLogger: true,
+    disableListenLog: true
+  })

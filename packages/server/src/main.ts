@@ -1,0 +1,24 @@
+/**
+ * The `bosun` server process (`npm start`). Start-up problems — a malformed setting, a missing
+ * key, a port in use, an embedded Postgres that will not start — end the process with one line
+ * naming the problem and exit code 1, never a stack trace. SIGINT/SIGTERM stop it gracefully:
+ * the HTTP server closes, then the pool, then the embedded Postgres.
+ */
+import { NodeRuntime } from "@effect/platform-node"
+import { Cause, Effect, Layer } from "effect"
+import { describeStartupFailure } from "./config/StartupFailure.ts"
+import { layerJsonLogger } from "./observability/JsonLogger.ts"
+import { ServerLive } from "./Server.ts"
+
+Layer.launch(ServerLive).pipe(
+  Effect.catchCause((cause) =>
+    Cause.hasInterruptsOnly(cause)
+      ? Effect.void
+      : Effect.sync(() => {
+          process.stderr.write(`bosun: ${describeStartupFailure(cause)}\n`)
+          process.exitCode = 1
+        })
+  ),
+  Effect.provide(layerJsonLogger()),
+  NodeRuntime.runMain({ disableErrorReporting: true })
+)

@@ -1,0 +1,43 @@
+/**
+ * The source of truth (spec: What the service does, 4): a Postgres pool as `SqlClient`. With
+ * `DATABASE_URL` it connects there; without it, it starts the embedded Postgres under
+ * `BOSUN_DATA_DIR/pg` and connects to that.
+ */
+
+import * as path from "node:path"
+import { PgClient } from "@effect/sql-pg"
+import { Config, Effect, Layer, Option, type Redacted } from "effect"
+import { AppConfig } from "../config/AppConfig.ts"
+import { InstanceSecrets, StartupError } from "../config/InstanceSecrets.ts"
+import { EmbeddedPostgres } from "./EmbeddedPostgres.ts"
+
+/** A pool on `url`; `maxConnections` from `BOSUN_DATABASE_POOL_SIZE` (default 10). */
+export const layerPool = (url: Redacted.Redacted<string>) =>
+  Layer.unwrap(
+    Effect.gen(function* () {
+      const maxConnections = yield* Config.Int("BOSUN_DATABASE_POOL_SIZE").pipe(Config.withDefault(10))
+      return PgClient.layer({ url, maxConnections, applicationName: "bosun" })
+    })
+  )
+
+export const DatabaseLive = Layer.unwrap(
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    if (Option.isSome(config.databaseUrl)) return layerPool(config.databaseUrl.value)
+    const secrets = yield* InstanceSecrets
+    if (Option.isNone(secrets.embedded)) {
+      return yield* new StartupError({ message: "DATABASE_URL is unset but the embedded secrets are missing" })
+    }
+    const embedded = EmbeddedPostgres.layer({
+      dataDir: path.join(config.dataDir, "pg"),
+      password: secrets.embedded.value.postgresPassword
+    })
+    const pool = Layer.unwrap(
+      Effect.gen(function* () {
+        const pg = yield* EmbeddedPostgres
+        return layerPool(pg.url)
+      })
+    )
+    return pool.pipe(Layer.provideMerge(embedded))
+  })
+)

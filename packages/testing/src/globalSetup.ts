@@ -1,0 +1,117 @@
+/**
+ * Vitest global setup: the real components every test run needs, started once per run.
+ *
+ * - Postgres: `DATABASE_URL` when set (its database is used only to create and drop one fresh
+ *   database per test file), else an embedded Postgres in a temporary directory.
+ * - Redis: `REDIS_URL` when set, else a `redis-server` from PATH on a free loopback port, else
+ *   none: tests that need it skip with a printed reason. Under `CI=true` a missing component is a
+ *   failure, never a skip.
+ */
+import { EmbeddedPostgres, freePort } from "@bosun/server/persistence/EmbeddedPostgres"
+import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import * as fs from "node:fs/promises"
+import * as net from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
+import type { TestProject } from "vitest/node"
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    "bosun.pgAdminUrl": string
+    "bosun.redisUrl": string | null
+    "bosun.redisMissing": string | null
+  }
+}
+
+const inCi = process.env.CI === "true" || process.env.CI === "1"
+
+const redisPing = (url: string, timeoutMs = 1000): Promise<boolean> =>
+  new Promise((resolve) => {
+    const target = new URL(url)
+    const socket = net.connect({ host: target.hostname, port: Number(target.port || 6379) })
+    const done = (ok: boolean) => {
+      socket.destroy()
+      resolve(ok)
+    }
+    socket.setTimeout(timeoutMs, () => done(false))
+    socket.once("error", () => done(false))
+    socket.once("connect", () => socket.write("PING\r\n"))
+    socket.once("data", (data) => done(data.toString().startsWith("+PONG")))
+  })
+
+const startRedis = async (): Promise<{ url: string; child: ChildProcess } | string> => {
+  let binary: string
+  try {
+    binary = execFileSync("sh", ["-c", "command -v redis-server"]).toString().trim()
+  } catch {
+    return "redis-server is not on PATH and REDIS_URL is not set"
+  }
+  const port = await Effect.runPromise(freePort)
+  const child = spawn(binary, ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], {
+    stdio: "ignore"
+  })
+  const url = `redis://127.0.0.1:${port}`
+  for (let i = 0; i < 100; i++) {
+    if (await redisPing(url, 200)) return { url, child }
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  child.kill("SIGKILL")
+  return `redis-server did not answer on port ${port}`
+}
+
+export default async function setup(project: TestProject) {
+  const cleanups: Array<() => Promise<void>> = []
+
+  const databaseUrl = process.env.DATABASE_URL
+  if (databaseUrl) {
+    project.provide("bosun.pgAdminUrl", databaseUrl)
+  } else {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), "bosun-test-pg-"))
+    await fs.chmod(dir, 0o711)
+    const scope = Scope.makeUnsafe()
+    const context = await Effect.runPromise(
+      Layer.buildWithScope(
+        EmbeddedPostgres.layer({
+          dataDir: path.join(dir, "data"),
+          password: Redacted.make(randomBytes(16).toString("hex"))
+        }),
+        scope
+      )
+    )
+    const pg = Context.get(context, EmbeddedPostgres)
+    project.provide("bosun.pgAdminUrl", Redacted.value(pg.url))
+    cleanups.push(async () => {
+      await Effect.runPromise(Scope.close(scope, Exit.void))
+      await fs.rm(dir, { recursive: true, force: true })
+    })
+  }
+
+  let redisUrl: string | null = process.env.REDIS_URL ?? null
+  let redisMissing: string | null = null
+  if (redisUrl && !(await redisPing(redisUrl))) {
+    redisMissing = `REDIS_URL=${new URL(redisUrl).host} does not answer PING`
+    redisUrl = null
+  } else if (!redisUrl) {
+    const started = await startRedis()
+    if (typeof started === "string") {
+      redisMissing = started
+    } else {
+      redisUrl = started.url
+      cleanups.push(async () => {
+        started.child.kill("SIGTERM")
+      })
+    }
+  }
+  if (redisMissing !== null) {
+    if (inCi) throw new Error(`CI needs Redis: ${redisMissing}`)
+    process.stderr.write(`[bosun tests] Redis tests will be skipped: ${redisMissing}\n`)
+  }
+  project.provide("bosun.redisUrl", redisUrl)
+  project.provide("bosun.redisMissing", redisMissing)
+
+  return async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup()
+  }
+}

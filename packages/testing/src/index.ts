@@ -1,0 +1,2 @@
+export * from "./LogCapture.ts"
+export * from "./TestDatabase.ts"
