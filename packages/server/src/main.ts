@@ -5,7 +5,7 @@
  * the HTTP server closes, then the pool, then the embedded Postgres.
  */
 import { NodeRuntime } from "@effect/platform-node"
-import { Cause, Effect, Layer } from "effect"
+import { Cause, Effect, Exit, Layer } from "effect"
 import { describeStartupFailure } from "./config/StartupFailure.ts"
 import { layerJsonLogger } from "./observability/JsonLogger.ts"
 import { ServerLive } from "./Server.ts"
@@ -20,5 +20,10 @@ Layer.launch(ServerLive).pipe(
         })
   ),
   Effect.provide(layerJsonLogger()),
-  NodeRuntime.runMain({ disableErrorReporting: true })
+  NodeRuntime.runMain({
+    disableErrorReporting: true,
+    // A stop signal interrupts the server; having shut down cleanly is a success (exit 0).
+    teardown: (exit, onExit) =>
+      onExit(Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause) ? Number(process.exitCode ?? 0) : 1)
+  })
 )

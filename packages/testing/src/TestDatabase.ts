@@ -2,13 +2,14 @@
  * A fresh Postgres database per test file (or per layer build), dropped afterwards, on the server
  * the global setup provides. Files therefore run in parallel without sharing state.
  */
+
+import { randomBytes } from "node:crypto"
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Redacted } from "effect"
 import type { SqlClient } from "effect/sql"
-import { randomBytes } from "node:crypto"
-import { inject } from "vitest"
+import { provided } from "./Provided.ts"
 
-const adminUrl = () => inject("bosun.pgAdminUrl")
+const adminUrl = () => provided("bosun.pgAdminUrl")
 
 /** The URL of database `name` on the test server. */
 export const databaseUrl = (name: string): string => {

@@ -7,23 +7,17 @@
  *   none: tests that need it skip with a printed reason. Under `CI=true` a missing component is a
  *   failure, never a skip.
  */
-import { EmbeddedPostgres, freePort } from "@bosun/server/persistence/EmbeddedPostgres"
-import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
+
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
+import { EmbeddedPostgres, freePort } from "@bosun/server/persistence/EmbeddedPostgres"
+import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
 import type { TestProject } from "vitest/node"
-
-declare module "vitest" {
-  export interface ProvidedContext {
-    "bosun.pgAdminUrl": string
-    "bosun.redisUrl": string | null
-    "bosun.redisMissing": string | null
-  }
-}
+import { provide } from "./Provided.ts"
 
 const inCi = process.env.CI === "true" || process.env.CI === "1"
 
@@ -66,7 +60,7 @@ export default async function setup(project: TestProject) {
 
   const databaseUrl = process.env.DATABASE_URL
   if (databaseUrl) {
-    project.provide("bosun.pgAdminUrl", databaseUrl)
+    provide(project, "bosun.pgAdminUrl", databaseUrl)
   } else {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), "bosun-test-pg-"))
     await fs.chmod(dir, 0o711)
@@ -81,7 +75,7 @@ export default async function setup(project: TestProject) {
       )
     )
     const pg = Context.get(context, EmbeddedPostgres)
-    project.provide("bosun.pgAdminUrl", Redacted.value(pg.url))
+    provide(project, "bosun.pgAdminUrl", Redacted.value(pg.url))
     cleanups.push(async () => {
       await Effect.runPromise(Scope.close(scope, Exit.void))
       await fs.rm(dir, { recursive: true, force: true })
@@ -108,8 +102,8 @@ export default async function setup(project: TestProject) {
     if (inCi) throw new Error(`CI needs Redis: ${redisMissing}`)
     process.stderr.write(`[bosun tests] Redis tests will be skipped: ${redisMissing}\n`)
   }
-  project.provide("bosun.redisUrl", redisUrl)
-  project.provide("bosun.redisMissing", redisMissing)
+  provide(project, "bosun.redisUrl", redisUrl)
+  provide(project, "bosun.redisMissing", redisMissing)
 
   return async () => {
     for (const cleanup of cleanups.reverse()) await cleanup()

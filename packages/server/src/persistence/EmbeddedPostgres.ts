@@ -116,8 +116,8 @@ const initialise = Effect.fn("EmbeddedPostgres.initialise")(function* (
   password: Redacted.Redacted<string>,
   user: RunAs | undefined
 ) {
-  // The parent must be traversable by the `postgres` user when we run as root (mode 0711 lists nothing).
   yield* fsEffect("create data directory", () => fs.mkdir(path.dirname(dataDir), { recursive: true, mode: 0o711 }))
+  if (user) yield* ensureTraversable(path.dirname(dataDir))
   yield* fsEffect("create data directory", () => fs.mkdir(dataDir, { recursive: true, mode: 0o700 }))
   if (user) yield* fsEffect("chown data directory", () => fs.chown(dataDir, user.uid, user.gid))
   const pwfile = path.join(os.tmpdir(), `bosun-pg-pwfile-${randomBytes(6).toString("hex")}`)
@@ -158,6 +158,27 @@ const initialise = Effect.fn("EmbeddedPostgres.initialise")(function* (
       }),
     () => Effect.promise(() => fs.rm(pwfile, { force: true }))
   )
+})
+
+/**
+ * As root, the `postgres` user must be able to reach the data directory. Bosun's own data
+ * directory gets the search bit for others (0711 lists nothing); any other ancestor that blocks
+ * the way is reported, not changed.
+ */
+const ensureTraversable = Effect.fn("EmbeddedPostgres.ensureTraversable")(function* (ownDir: string) {
+  const own = yield* fsEffect("stat data directory", () => fs.stat(ownDir))
+  if ((own.mode & 0o001) === 0)
+    yield* fsEffect("chmod data directory", () => fs.chmod(ownDir, (own.mode & 0o777) | 0o011))
+  let dir = path.dirname(ownDir)
+  while (dir !== path.dirname(dir)) {
+    const stat = yield* fsEffect("stat", () => fs.stat(dir))
+    if ((stat.mode & 0o001) === 0) {
+      return yield* new EmbeddedPostgresError({
+        message: `${dir} is not searchable by the postgres user (mode ${(stat.mode & 0o777).toString(8)}); choose a BOSUN_DATA_DIR elsewhere or chmod o+x it`
+      })
+    }
+    dir = path.dirname(dir)
+  }
 })
 
 /**

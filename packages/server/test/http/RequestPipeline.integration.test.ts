@@ -3,8 +3,8 @@
  * line, the error envelope for 404/400/500, redaction (spec: Errors 1-3, Events 6, Authentication 8).
  */
 import { Conflict, PathId, RequestIdPattern, RequestValidation } from "@bosun/domain"
-import { assert, describe, layer } from "@effect/vitest"
 import { LogCapture } from "@bosun/testing"
+import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
 import { HttpRouter } from "effect/http"
 import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
@@ -16,7 +16,11 @@ class ProbeGroup extends HttpApiGroup.make("probe")
   .add(
     HttpApiEndpoint.get("item", "/items/:item_id", {
       params: { item_id: PathId },
-      query: { page_size: Schema.optional(Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 100 }))) },
+      query: {
+        page_size: Schema.optional(
+          Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 100 }))
+        )
+      },
       success: Schema.Struct({ data: Schema.Struct({ id: Schema.String }) })
     }),
     HttpApiEndpoint.post("create", "/items", {
@@ -39,7 +43,9 @@ const ProbeRoutes = HttpApiBuilder.layer(ProbeApi).pipe(
         handlers
           .handle("item", ({ params }) => Effect.succeed({ data: { id: params.item_id } }))
           .handle("create", ({ payload }) => Effect.succeed({ data: { name: payload.name } }))
-          .handle("conflict", () => Effect.fail(Conflict.fromCode("already_decided", "The suggestion was already decided")))
+          .handle("conflict", () =>
+            Effect.fail(Conflict.fromCode("already_decided", "The suggestion was already decided"))
+          )
       )
     )
   ),
@@ -68,18 +74,25 @@ layer(Server, { excludeTestServices: true })("request pipeline", (it) => {
         const response = yield* request("/healthz", { headers: { "X-Request-ID": id } })
         assert.strictEqual(response.status, 200)
         assert.strictEqual(response.headers.get("x-request-id"), id)
-      }))
+      })
+    )
 
     it.effect("reuses a 128-character id and replaces a 129-character one", () =>
       Effect.gen(function* () {
         const ok = "a".repeat(128)
         const tooLong = "b".repeat(129)
-        assert.strictEqual((yield* request("/healthz", { headers: { "X-Request-ID": ok } })).headers.get("x-request-id"), ok)
-        const replaced = (yield* request("/healthz", { headers: { "X-Request-ID": tooLong } })).headers.get("x-request-id")
+        assert.strictEqual(
+          (yield* request("/healthz", { headers: { "X-Request-ID": ok } })).headers.get("x-request-id"),
+          ok
+        )
+        const replaced = (yield* request("/healthz", { headers: { "X-Request-ID": tooLong } })).headers.get(
+          "x-request-id"
+        )
         assert.isString(replaced)
         assert.notStrictEqual(replaced, tooLong)
         assert.match(replaced ?? "", RequestIdPattern)
-      }))
+      })
+    )
 
     it.effect("replaces an id with characters outside the pattern ('bad id!')", () =>
       Effect.gen(function* () {
@@ -87,7 +100,8 @@ layer(Server, { excludeTestServices: true })("request pipeline", (it) => {
         const id = response.headers.get("x-request-id")
         assert.notStrictEqual(id, "bad id!")
         assert.match(id ?? "", RequestIdPattern)
-      }))
+      })
+    )
 
     it.effect("generates a distinct id per request when none is sent", () =>
       Effect.gen(function* () {
@@ -96,7 +110,8 @@ layer(Server, { excludeTestServices: true })("request pipeline", (it) => {
         assert.match(a ?? "", RequestIdPattern)
         assert.match(b ?? "", RequestIdPattern)
         assert.notStrictEqual(a, b)
-      }))
+      })
+    )
 
     it.effect("is on 404, 400, 409 and 500 responses too", () =>
       Effect.gen(function* () {
@@ -110,7 +125,8 @@ layer(Server, { excludeTestServices: true })("request pipeline", (it) => {
           assert.strictEqual(response.status, status, path)
           assert.strictEqual(response.headers.get("x-request-id"), `id-${status}`, path)
         }
-      }))
+      })
+    )
   })
 
   describe("error envelope", () => {
@@ -122,7 +138,8 @@ layer(Server, { excludeTestServices: true })("request pipeline", (it) => {
         assert.deepStrictEqual(response.json, {
           error: { code: "route_not_found", message: "No route matches this method and path" }
         })
-      }))
+      })
+    )
 
     it.effect("answers a typed error with its status and the envelope, without http_request_failed", () =>
       Effect.gen(function* () {
@@ -134,7 +151,8 @@ layer(Server, { excludeTestServices: true })("request pipeline", (it) => {
         })
         assert.lengthOf(yield* logsNamed("http_request_failed"), 0)
         assert.lengthOf(yield* logsNamed("http_request"), 1)
-      }))
+      })
+    )
 
     it.effect("answers a defect with 500, a generic message, and logs http_request_failed with the stack", () =>
       Effect.gen(function* () {
@@ -152,7 +170,8 @@ layer(Server, { excludeTestServices: true })("request pipeline", (it) => {
         assert.include(String(failed?.stack), "kaboom")
         const [line] = yield* logsNamed("http_request")
         assert.strictEqual(line?.status, 500)
-      }))
+      })
+    )
   })
 
   describe("validation", () => {
@@ -164,7 +183,8 @@ layer(Server, { excludeTestServices: true })("request pipeline", (it) => {
         assert.strictEqual(body.error.code, "invalid_path_parameter")
         assert.include(body.error.message, 'path parameter "item_id"')
         assert.notInclude(body.error.message, "x".repeat(129))
-      }))
+      })
+    )
 
     it.effect("accepts a 128-character path id", () =>
       Effect.gen(function* () {
@@ -172,7 +192,8 @@ layer(Server, { excludeTestServices: true })("request pipeline", (it) => {
         const response = yield* request(`/api/v1/probe/items/${id}`)
         assert.strictEqual(response.status, 200)
         assert.deepStrictEqual(response.json, { data: { id } })
-      }))
+      })
+    )
 
     it.effect("rejects a bad query value with 400 naming the query parameter", () =>
       Effect.gen(function* () {
@@ -181,7 +202,8 @@ layer(Server, { excludeTestServices: true })("request pipeline", (it) => {
         const body = response.json as { error: { code: string; message: string } }
         assert.strictEqual(body.error.code, "invalid_query_parameter")
         assert.include(body.error.message, 'query parameter "page_size"')
-      }))
+      })
+    )
 
     it.effect("rejects a body with a wrong field type with 400 naming the field, without echoing it", () =>
       Effect.gen(function* () {
@@ -195,7 +217,8 @@ layer(Server, { excludeTestServices: true })("request pipeline", (it) => {
         assert.strictEqual(body.error.code, "invalid_body")
         assert.include(body.error.message, 'body field "enabled"')
         assert.notInclude(response.text, SECRET_BODY)
-      }))
+      })
+    )
 
     it.effect("rejects a body missing a field with 400 naming the field", () =>
       Effect.gen(function* () {
@@ -208,7 +231,8 @@ layer(Server, { excludeTestServices: true })("request pipeline", (it) => {
         const body = response.json as { error: { code: string; message: string } }
         assert.strictEqual(body.error.code, "invalid_body")
         assert.include(body.error.message, 'body field "name"')
-      }))
+      })
+    )
 
     it.effect("rejects malformed JSON with 400 and the envelope", () =>
       Effect.gen(function* () {
@@ -221,7 +245,8 @@ layer(Server, { excludeTestServices: true })("request pipeline", (it) => {
         const body = response.json as { error: { code: string; message: string } }
         assert.strictEqual(body.error.code, "invalid_body")
         assert.isString(body.error.message)
-      }))
+      })
+    )
   })
 
   describe("http_request log line", () => {
@@ -248,7 +273,8 @@ layer(Server, { excludeTestServices: true })("request pipeline", (it) => {
         assert.strictEqual(line.colo, "AMS")
         assert.notProperty(line, "org_id")
         assert.notProperty(line, "user_id")
-      }))
+      })
+    )
 
     it.effect("logs cf_ray and colo as null without edge headers and route null for an unmatched path", () =>
       Effect.gen(function* () {
@@ -259,7 +285,8 @@ layer(Server, { excludeTestServices: true })("request pipeline", (it) => {
         assert.strictEqual(line?.status, 404)
         assert.strictEqual(line?.cf_ray, null)
         assert.strictEqual(line?.colo, null)
-      }))
+      })
+    )
 
     it.effect("never logs Authorization or Cookie values, nor request or response bodies", () =>
       Effect.gen(function* () {
@@ -291,6 +318,7 @@ layer(Server, { excludeTestServices: true })("request pipeline", (it) => {
             assert.notInclude(line, secret)
           }
         }
-      }))
+      })
+    )
   })
 })

@@ -2,12 +2,13 @@
  * The production HTTP stack (`HttpLive`) on a loopback port 0, over a fresh test database, with
  * the log lines captured. Tests may add routes of their own next to `ApiRoutes`.
  */
-import { NodeHttpServer } from "@effect/platform-node"
+
+import { createServer } from "node:http"
 import { LogCapture, TestDatabase } from "@bosun/testing"
+import { NodeHttpServer } from "@effect/platform-node"
 import { Duration, Effect, Layer, Option } from "effect"
 import { HttpServer } from "effect/http"
 import { NetAddress } from "effect/net"
-import { createServer } from "node:http"
 import { AppConfig, type AppSettings } from "../../src/config/AppConfig.ts"
 import { ApiRoutes } from "../../src/http/HttpApp.ts"
 import { HttpLive } from "../../src/Server.ts"
@@ -30,7 +31,7 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
 })
 
 /** The server's HTTP stack with `extra` routes beside the API; needs a `SqlClient`. */
-export const layerHttp = <A, E, R>(options: {
+export const layerHttp = <A = never, E = never, R = never>(options: {
   readonly extra?: Layer.Layer<A, E, R>
   readonly settings?: Partial<AppSettings>
 }) =>
@@ -40,11 +41,9 @@ export const layerHttp = <A, E, R>(options: {
   )
 
 /** The whole test server: HTTP stack, fresh database, captured logs. */
-export const layerTestServer = <A, E, R>(options: {
-  readonly extra?: Layer.Layer<A, E, R>
-  readonly settings?: Partial<AppSettings>
-} = {}) =>
-  layerHttp(options).pipe(Layer.provideMerge(TestDatabase.layer), Layer.provideMerge(LogCapture.layer))
+export const layerTestServer = <A = never, E = never, R = never>(
+  options: { readonly extra?: Layer.Layer<A, E, R>; readonly settings?: Partial<AppSettings> } = {}
+) => layerHttp(options).pipe(Layer.provideMerge(TestDatabase.layer), Layer.provideMerge(LogCapture.layer))
 
 /** `http://127.0.0.1:<port>` of the running test server. */
 export const baseUrl = Effect.map(HttpServer.HttpServer, (server) =>

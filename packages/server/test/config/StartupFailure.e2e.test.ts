@@ -1,0 +1,51 @@
+/**
+ * A malformed setting stops start-up with one line naming the variable and what is wrong, exit
+ * code 1, no stack trace, and without echoing the value (it may be a secret).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { spawnServer } from "../support/Process.ts"
+
+const startWith = (env: Record<string, string>) =>
+  Effect.gen(function* () {
+    const server = yield* spawnServer(env)
+    const code = yield* server.exited
+    return { code, stderr: server.stderr(), stdout: server.stdout() }
+  })
+
+describe("start-up refusals", () => {
+  const cases: ReadonlyArray<readonly [string, Record<string, string>, string]> = [
+    [
+      "a master key that is not base64 of 32 bytes",
+      { BOSUN_MASTER_KEY: "c2hvcnQta2V5LXNlY3JldA==" },
+      "BOSUN_MASTER_KEY"
+    ],
+    ["a non-integer key version", { BOSUN_MASTER_KEY_VERSION: "v2" }, "BOSUN_MASTER_KEY_VERSION"],
+    ["malformed previous keys JSON", { BOSUN_PREVIOUS_MASTER_KEYS: "{not json" }, "BOSUN_PREVIOUS_MASTER_KEYS"],
+    ["a port out of range", { BOSUN_PORT: "70000" }, "BOSUN_PORT"],
+    ["a base URL that is not a URL", { BOSUN_BASE_URL: "not a url" }, "BOSUN_BASE_URL"],
+    ["a gate wait that is not a duration", { BOSUN_MIGRATION_GATE_WAIT: "soon" }, "BOSUN_MIGRATION_GATE_WAIT"],
+    [
+      "DATABASE_URL without a master key",
+      { DATABASE_URL: "postgres://bosun@127.0.0.1:1/bosun" },
+      "BOSUN_MASTER_KEY: required when DATABASE_URL is set"
+    ]
+  ]
+  for (const [what, env, expected] of cases) {
+    it.live(`refuses ${what} with one line naming it`, () =>
+      Effect.gen(function* () {
+        const { code, stderr, stdout } = yield* startWith({ BOSUN_DATA_DIR: "/nonexistent/never-created", ...env })
+        assert.strictEqual(code, 1)
+        const lines = stderr.trimEnd().split("\n")
+        assert.lengthOf(lines, 1, stderr)
+        assert.match(lines[0] ?? "", /^bosun: /)
+        assert.include(lines[0], expected)
+        assert.notInclude(stderr, "    at ")
+        for (const value of Object.values(env)) {
+          if (value.length > 4 && !expected.includes(value)) assert.notInclude(stderr, value)
+        }
+        assert.strictEqual(stdout, "")
+      })
+    )
+  }
+})

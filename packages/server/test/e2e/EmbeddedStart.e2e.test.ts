@@ -1,0 +1,81 @@
+/**
+ * `npm start` on a fresh machine: the real server process on its embedded defaults (no
+ * DATABASE_URL), a real embedded Postgres under a fresh BOSUN_DATA_DIR. First start prints the
+ * bootstrap token and dashboard URL once; a second start reuses the secrets; SIGTERM stops both
+ * the server and its Postgres.
+ */
+
+import * as fs from "node:fs/promises"
+import * as os from "node:os"
+import * as path from "node:path"
+import { eventually } from "@bosun/testing"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { freePort } from "../../src/persistence/EmbeddedPostgres.ts"
+import { spawnServer } from "../support/Process.ts"
+
+const fetchStatus = (url: string) =>
+  Effect.promise(() =>
+    fetch(url).then(
+      async (r) => ({ status: r.status, requestId: r.headers.get("x-request-id"), body: await r.text() }),
+      () => ({ status: 0, requestId: null, body: "" })
+    )
+  )
+
+describe("embedded start", () => {
+  it.live(
+    "comes up on the embedded defaults, answers health and 404 envelopes, reuses its secrets, and stops cleanly",
+    () =>
+      Effect.gen(function* () {
+        const dataDir = yield* Effect.acquireRelease(
+          Effect.promise(() => fs.mkdtemp(path.join(os.tmpdir(), "bosun-e2e-"))),
+          (dir) => Effect.promise(() => fs.rm(dir, { recursive: true, force: true }))
+        )
+        const port = yield* freePort
+        const base = `http://127.0.0.1:${port}`
+        const env = { BOSUN_DATA_DIR: dataDir, BOSUN_PORT: String(port) }
+
+        const first = yield* spawnServer(env)
+        const health = yield* eventually(fetchStatus(`${base}/healthz`), (r) => r.status === 200).pipe(
+          Effect.catch(() => Effect.die(new Error(`server did not come up: ${first.stderr()}`)))
+        )
+        assert.isString(health.requestId)
+        const ready = yield* eventually(fetchStatus(`${base}/readyz`), (r) => r.status === 200)
+        assert.deepStrictEqual(JSON.parse(ready.body), { status: "ready" })
+        assert.isString(ready.requestId)
+        const missing = yield* fetchStatus(`${base}/api/v1/does-not-exist`)
+        assert.strictEqual(missing.status, 404)
+        assert.strictEqual(JSON.parse(missing.body).error.code, "route_not_found")
+
+        const secretsFile = path.join(dataDir, "secrets.json")
+        const stat = yield* Effect.promise(() => fs.stat(secretsFile))
+        assert.strictEqual(stat.mode & 0o777, 0o600)
+        const secrets = JSON.parse(yield* Effect.promise(() => fs.readFile(secretsFile, "utf8")))
+        assert.strictEqual(Buffer.from(secrets.master_key, "base64").length, 32)
+        const banner = first.stderr()
+        assert.include(banner, `Bootstrap token: ${secrets.bootstrap_token}`)
+        assert.include(banner, `Dashboard:       ${base}/`)
+        assert.notInclude(first.stdout(), secrets.bootstrap_token)
+
+        first.child.kill("SIGTERM")
+        assert.strictEqual(yield* first.exited, 0)
+        const pidFile = path.join(dataDir, "pg", "postmaster.pid")
+        const pidLeft = yield* Effect.promise(() =>
+          fs.access(pidFile).then(
+            () => true,
+            () => false
+          )
+        )
+        assert.isFalse(pidLeft, "embedded Postgres stopped with the server")
+
+        const second = yield* spawnServer(env)
+        yield* eventually(fetchStatus(`${base}/readyz`), (r) => r.status === 200)
+        const again = JSON.parse(yield* Effect.promise(() => fs.readFile(secretsFile, "utf8")))
+        assert.deepStrictEqual(again, secrets)
+        assert.notInclude(second.stderr(), "Bootstrap token")
+        second.child.kill("SIGINT")
+        assert.strictEqual(yield* second.exited, 0)
+      }),
+    120_000
+  )
+})

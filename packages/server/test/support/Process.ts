@@ -1,0 +1,45 @@
+/**
+ * Runs the real `bosun` server process (`node packages/server/src/main.ts`, as `npm start` does)
+ * for end-to-end tests, with its stdout/stderr collected and a way to signal it.
+ */
+
+import { type ChildProcess, spawn } from "node:child_process"
+import { Effect } from "effect"
+
+export const mainScript = new URL("../../src/main.ts", import.meta.url).pathname
+
+export interface ServerProcess {
+  readonly child: ChildProcess
+  readonly stdout: () => string
+  readonly stderr: () => string
+  /** Resolves with the exit code once the process has exited. */
+  readonly exited: Effect.Effect<number | null>
+}
+
+/** The environment of this test process without the Bosun/Postgres/Redis settings, plus `env`. */
+export const cleanEnv = (env: Record<string, string>): NodeJS.ProcessEnv => {
+  const base: NodeJS.ProcessEnv = {}
+  for (const [key, value] of Object.entries(process.env)) {
+    if (!key.startsWith("BOSUN_") && key !== "DATABASE_URL" && key !== "REDIS_URL") base[key] = value
+  }
+  return { ...base, ...env }
+}
+
+export const spawnServer = (env: Record<string, string>) =>
+  Effect.acquireRelease(
+    Effect.sync((): ServerProcess => {
+      const child = spawn(process.execPath, [mainScript], { env: cleanEnv(env), stdio: ["ignore", "pipe", "pipe"] })
+      let out = ""
+      let err = ""
+      child.stdout?.on("data", (chunk: Buffer) => (out += chunk.toString()))
+      child.stderr?.on("data", (chunk: Buffer) => (err += chunk.toString()))
+      const exitedPromise = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
+      return { child, stdout: () => out, stderr: () => err, exited: Effect.promise(() => exitedPromise) }
+    }),
+    (server) =>
+      Effect.suspend(() => {
+        if (server.child.exitCode !== null || server.child.signalCode !== null) return Effect.void
+        server.child.kill("SIGKILL")
+        return Effect.asVoid(server.exited)
+      })
+  )
