@@ -2,7 +2,7 @@
  * Captures the JSON log lines the server writes, with the same logger production uses, so tests
  * can assert on exactly what would reach stdout.
  */
-import { layerJsonLogger } from "@bosun/server/observability/JsonLogger"
+import { type LogOutput, layerJsonLogger } from "@bosun/server/observability/JsonLogger"
 import { Context, Effect, Layer } from "effect"
 
 export class LogCapture extends Context.Service<
@@ -14,7 +14,7 @@ export class LogCapture extends Context.Service<
   }
 >()("bosun/testing/LogCapture") {
   /** Provides `LogCapture` and routes every log record into it. */
-  static readonly layer: Layer.Layer<LogCapture> = Layer.unwrap(
+  static readonly layer: Layer.Layer<LogCapture | LogOutput> = Layer.unwrap(
     Effect.sync(() => {
       const lines: Array<string> = []
       const capture = LogCapture.of({

@@ -175,6 +175,8 @@ export class Migrator extends Context.Service<
     readonly run: Effect.Effect<MigrationReport, MigrationError>
     /** Waits (bounded) for the boot-time run; fails with 503 while migrations are not applied. */
     readonly gate: Effect.Effect<void, ServiceUnavailable>
+    /** Whether the gate has opened (it never closes again): the per-request fast path. */
+    readonly isOpen: () => boolean
     readonly state: Effect.Effect<GateState>
   }
 >()("bosun/server/persistence/Migrator") {
@@ -189,6 +191,8 @@ export class Migrator extends Context.Service<
       const sql = yield* SqlClient.SqlClient
       const ready = yield* Deferred.make<void>()
       const state = yield* Ref.make<GateState>({ _tag: "Pending" })
+      // Once open the gate stays open: the hot path is a field read, not a timer per request.
+      let open = false
       const run = runMigrations(config.migrationsDir).pipe(Effect.provideService(SqlClient.SqlClient, sql))
 
       const boot = run.pipe(
@@ -208,6 +212,11 @@ export class Migrator extends Context.Service<
           )
         ),
         Effect.andThen(Ref.set(state, { _tag: "Ready" })),
+        Effect.andThen(
+          Effect.sync(() => {
+            open = true
+          })
+        ),
         Effect.andThen(Deferred.succeed(ready, undefined))
       )
       yield* Effect.forkScoped(boot)
@@ -222,10 +231,11 @@ export class Migrator extends Context.Service<
           )
         )
       )
-      const gate = Deferred.await(ready).pipe(
+      const wait = Deferred.await(ready).pipe(
         Effect.timeoutOrElse({ duration: config.migrationGateWait, orElse: () => closed })
       )
-      return Migrator.of({ run, gate, state: Ref.get(state) })
+      const gate = Effect.suspend(() => (open ? Effect.void : wait))
+      return Migrator.of({ run, gate, isOpen: () => open, state: Ref.get(state) })
     })
   )
 }

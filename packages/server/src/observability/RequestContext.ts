@@ -1,5 +1,5 @@
 /**
- * Per-request identity shared between the outermost HTTP middleware and whatever runs inside the
+ * Per-request identity shared between the outermost HTTP middleware, the JSON logger and whatever runs inside the
  * request (auth middleware, handlers): the request id, and the opaque `org_id`/`user_id` that the
  * `http_request` log line carries for authenticated organization members (spec: Events 6).
  */

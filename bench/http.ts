@@ -1,0 +1,166 @@
+/**
+ * `npm run bench:http`: loads `GET /healthz` and `GET /api/v1/instance` of a real Bosun server
+ * process and of a bare `node:http` server in the same run, with autocannon for a fixed time,
+ * and prints requests/s, p50/p99 latency and each server's idle and peak RSS, with Bosun's
+ * throughput as a ratio of the bare server's. Writes the figures to `.bench/http.json`.
+ *
+ * Bosun runs exactly as `npm start` runs it: on `DATABASE_URL` when set, else on its embedded
+ * Postgres in a temporary data directory; its JSON request log goes to /dev/null.
+ * Settings: BENCH_DURATION seconds per target (default 10), BENCH_CONNECTIONS (default 32).
+ */
+
+import { type ChildProcess, spawn } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import * as fs from "node:fs/promises"
+import * as net from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
+import autocannon from "autocannon"
+
+const duration = Number(process.env.BENCH_DURATION ?? 10)
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 32)
+const root = new URL("..", import.meta.url).pathname
+
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server = net.createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      const port = typeof address === "object" && address ? address.port : 0
+      server.close(() => resolve(port))
+    })
+  })
+
+const waitFor = async (url: string, deadlineMs = 60_000) => {
+  const until = Date.now() + deadlineMs
+  while (Date.now() < until) {
+    const ok = await fetch(url).then(
+      (r) => r.status === 200,
+      () => false
+    )
+    if (ok) return
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  throw new Error(`${url} did not answer 200 within ${deadlineMs} ms`)
+}
+
+/** Resident and peak resident set size of a process, in MB, from /proc. */
+const memory = async (pid: number) => {
+  const status = await fs.readFile(`/proc/${pid}/status`, "utf8")
+  const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0)
+  return { rssMb: kb("VmRSS") / 1024, peakMb: kb("VmHWM") / 1024 }
+}
+
+interface Figures {
+  readonly requestsPerSec: number
+  readonly p50Ms: number
+  readonly p99Ms: number
+  readonly errors: number
+  readonly non2xx: number
+}
+
+const load = async (url: string, seconds: number): Promise<Figures> => {
+  const result = await autocannon({ url, connections, duration: seconds, pipelining: 1 })
+  return {
+    requestsPerSec: result.requests.average,
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    errors: result.errors,
+    non2xx: result.non2xx
+  }
+}
+
+const stop = (child: ChildProcess) =>
+  new Promise<void>((resolve) => {
+    if (child.exitCode !== null) return resolve()
+    child.once("exit", () => resolve())
+    child.kill("SIGTERM")
+  })
+
+const main = async () => {
+  const barePort = await freePort()
+  const bosunPort = await freePort()
+  const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "bosun-bench-"))
+  await fs.chmod(dataDir, 0o711)
+  const env: NodeJS.ProcessEnv = { ...process.env, BOSUN_PORT: String(bosunPort), BOSUN_DATA_DIR: dataDir }
+  if (env.DATABASE_URL && !env.BOSUN_MASTER_KEY) env.BOSUN_MASTER_KEY = randomBytes(32).toString("base64")
+
+  const bare = spawn(process.execPath, [path.join(root, "bench/bare-server.ts"), String(barePort)], { stdio: "ignore" })
+  const bosun = spawn(process.execPath, [path.join(root, "packages/server/src/main.ts")], {
+    env,
+    stdio: ["ignore", "ignore", "inherit"]
+  })
+  try {
+    await waitFor(`http://127.0.0.1:${barePort}/healthz`)
+    await waitFor(`http://127.0.0.1:${bosunPort}/readyz`)
+    const idle = { bare: await memory(bare.pid ?? 0), bosun: await memory(bosun.pid ?? 0) }
+
+    const targets = [
+      ["healthz", "/healthz"],
+      ["api_v1_instance", "/api/v1/instance"]
+    ] as const
+    const results: Record<string, { bare: Figures; bosun: Figures; ratio: number }> = {}
+    for (const [name, route] of targets) {
+      await load(`http://127.0.0.1:${barePort}${route}`, 2)
+      await load(`http://127.0.0.1:${bosunPort}${route}`, 2)
+      const bareFigures = await load(`http://127.0.0.1:${barePort}${route}`, duration)
+      const bosunFigures = await load(`http://127.0.0.1:${bosunPort}${route}`, duration)
+      results[name] = {
+        bare: bareFigures,
+        bosun: bosunFigures,
+        ratio: bosunFigures.requestsPerSec / bareFigures.requestsPerSec
+      }
+    }
+    const peak = { bare: await memory(bare.pid ?? 0), bosun: await memory(bosun.pid ?? 0) }
+
+    const report = {
+      benchmark: "http",
+      date: new Date().toISOString(),
+      machine: {
+        cpus: os.cpus().length,
+        cpu: os.cpus()[0]?.model ?? "unknown",
+        memoryGb: Math.round(os.totalmem() / 2 ** 30)
+      },
+      node: process.version,
+      database: process.env.DATABASE_URL ? "DATABASE_URL" : "embedded",
+      durationSeconds: duration,
+      connections,
+      results,
+      memory: {
+        bare: { idleRssMb: idle.bare.rssMb, peakRssMb: peak.bare.peakMb },
+        bosun: { idleRssMb: idle.bosun.rssMb, peakRssMb: peak.bosun.peakMb }
+      }
+    }
+    await fs.mkdir(path.join(root, ".bench"), { recursive: true })
+    await fs.writeFile(path.join(root, ".bench/http.json"), `${JSON.stringify(report, null, 2)}\n`)
+
+    const fmt = (n: number, digits = 0) => n.toFixed(digits).padStart(9)
+    console.log(
+      `bench:http — ${duration}s per target, ${connections} connections, ${report.machine.cpus}× ${report.machine.cpu}`
+    )
+    console.log(
+      `${"target".padEnd(28)}${"req/s".padStart(9)}${"p50 ms".padStart(9)}${"p99 ms".padStart(9)}${"errors".padStart(9)}`
+    )
+    for (const [name, r] of Object.entries(results)) {
+      for (const [who, f] of [
+        ["bare node:http", r.bare],
+        ["bosun", r.bosun]
+      ] as const) {
+        console.log(
+          `${`${name} (${who})`.padEnd(28)}${fmt(f.requestsPerSec)}${fmt(f.p50Ms, 1)}${fmt(f.p99Ms, 1)}${fmt(f.errors + f.non2xx)}`
+        )
+      }
+      console.log(`${`${name}: bosun / bare`.padEnd(28)}${fmt(r.ratio * 100, 1)} %`)
+    }
+    console.log(
+      `RSS MB idle/peak — bare: ${idle.bare.rssMb.toFixed(0)}/${peak.bare.peakMb.toFixed(0)}, bosun: ${idle.bosun.rssMb.toFixed(0)}/${peak.bosun.peakMb.toFixed(0)}`
+    )
+    console.log("figures written to .bench/http.json")
+  } finally {
+    await Promise.all([stop(bare), stop(bosun)])
+    await fs.rm(dataDir, { recursive: true, force: true })
+  }
+}
+
+await main()
