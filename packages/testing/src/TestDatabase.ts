@@ -26,6 +26,10 @@ const withAdmin = <A, E>(f: (sql: PgClient.PgClient) => Effect.Effect<A, E>) =>
     })
   )
 
+/** Drops a test database now, closing every connection to it (for tests of a lost database). */
+export const dropDatabase = (name: string) =>
+  withAdmin((sql) => sql.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).pipe(Effect.orDie)
+
 /** Creates a uniquely named empty database and drops it (forcibly) when the scope closes. */
 export const freshDatabase = Effect.acquireRelease(
   Effect.gen(function* () {
@@ -33,7 +37,7 @@ export const freshDatabase = Effect.acquireRelease(
     yield* withAdmin((sql) => sql.unsafe(`CREATE DATABASE ${name}`)).pipe(Effect.orDie)
     return { name, url: databaseUrl(name) }
   }),
-  ({ name }) => withAdmin((sql) => sql.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).pipe(Effect.orDie)
+  ({ name }) => dropDatabase(name)
 )
 
 export class TestDatabase extends Context.Service<TestDatabase, { readonly name: string; readonly url: string }>()(

@@ -26,6 +26,8 @@ export const PreviousKeysJson = Schema.String.pipe(
   Schema.decodeTo(Schema.fromJsonString(Schema.Record(KeyVersionString, MasterKeyString)))
 )
 
+const PoolSize = Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 1000 }))
+
 export interface S3Settings {
   readonly bucket: string
   readonly endpoint: Option.Option<URL>
@@ -47,6 +49,7 @@ export interface AppSettings {
   readonly baseUrl: URL
   readonly dataDir: string
   readonly databaseUrl: Option.Option<Redacted.Redacted<string>>
+  readonly databasePoolSize: number
   readonly redisUrl: Option.Option<Redacted.Redacted<string>>
   readonly s3: Option.Option<S3Settings>
   /** Absent only on the embedded default, where `LocalSecrets` supplies one. */
@@ -89,6 +92,7 @@ export const appConfig: Config.Config<AppSettings> = Config.all({
   baseUrl: Config.option(Config.URL("BOSUN_BASE_URL")),
   dataDir: Config.NonEmptyString("BOSUN_DATA_DIR").pipe(Config.withDefault("./.bosun")),
   databaseUrl: optionalRedacted("DATABASE_URL"),
+  databasePoolSize: Config.schema(PoolSize, "BOSUN_DATABASE_POOL_SIZE").pipe(Config.withDefault(10)),
   redisUrl: optionalRedacted("REDIS_URL"),
   s3: s3Config,
   masterKey: masterKeyConfig,

@@ -6,24 +6,19 @@
 
 import * as path from "node:path"
 import { PgClient } from "@effect/sql-pg"
-import { Config, Effect, Layer, Option, type Redacted } from "effect"
+import { Effect, Layer, Option, type Redacted } from "effect"
 import { AppConfig } from "../config/AppConfig.ts"
 import { InstanceSecrets, StartupError } from "../config/InstanceSecrets.ts"
 import { EmbeddedPostgres } from "./EmbeddedPostgres.ts"
 
-/** A pool on `url`; `maxConnections` from `BOSUN_DATABASE_POOL_SIZE` (default 10). */
-export const layerPool = (url: Redacted.Redacted<string>) =>
-  Layer.unwrap(
-    Effect.gen(function* () {
-      const maxConnections = yield* Config.Int("BOSUN_DATABASE_POOL_SIZE").pipe(Config.withDefault(10))
-      return PgClient.layer({ url, maxConnections, applicationName: "bosun" })
-    })
-  )
+/** A pool of `maxConnections` on `url`. */
+export const layerPool = (url: Redacted.Redacted<string>, maxConnections: number) =>
+  PgClient.layer({ url, maxConnections, applicationName: "bosun" })
 
 export const DatabaseLive = Layer.unwrap(
   Effect.gen(function* () {
     const config = yield* AppConfig
-    if (Option.isSome(config.databaseUrl)) return layerPool(config.databaseUrl.value)
+    if (Option.isSome(config.databaseUrl)) return layerPool(config.databaseUrl.value, config.databasePoolSize)
     const secrets = yield* InstanceSecrets
     if (Option.isNone(secrets.embedded)) {
       return yield* new StartupError({ message: "DATABASE_URL is unset but the embedded secrets are missing" })
@@ -35,7 +30,7 @@ export const DatabaseLive = Layer.unwrap(
     const pool = Layer.unwrap(
       Effect.gen(function* () {
         const pg = yield* EmbeddedPostgres
-        return layerPool(pg.url)
+        return layerPool(pg.url, config.databasePoolSize)
       })
     )
     return pool.pipe(Layer.provideMerge(embedded))

@@ -23,6 +23,7 @@ describe("start-up refusals", () => {
     ["a non-integer key version", { BOSUN_MASTER_KEY_VERSION: "v2" }, "BOSUN_MASTER_KEY_VERSION"],
     ["malformed previous keys JSON", { BOSUN_PREVIOUS_MASTER_KEYS: "{not json" }, "BOSUN_PREVIOUS_MASTER_KEYS"],
     ["a port out of range", { BOSUN_PORT: "70000" }, "BOSUN_PORT"],
+    ["a pool size of zero", { BOSUN_DATABASE_POOL_SIZE: "0" }, "BOSUN_DATABASE_POOL_SIZE"],
     ["a base URL that is not a URL", { BOSUN_BASE_URL: "not a url" }, "BOSUN_BASE_URL"],
     ["a gate wait that is not a duration", { BOSUN_MIGRATION_GATE_WAIT: "soon" }, "BOSUN_MIGRATION_GATE_WAIT"],
     [

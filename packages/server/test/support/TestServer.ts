@@ -21,6 +21,7 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
   baseUrl: new URL("http://127.0.0.1:0"),
   dataDir: "/nonexistent",
   databaseUrl: Option.none(),
+  databasePoolSize: 5,
   redisUrl: Option.none(),
   s3: Option.none(),
   masterKey: Option.none(),
