@@ -12,6 +12,8 @@ export interface BosunProvided {
   readonly "bosun.redisUrl": string | null
   /** Why Redis is missing, when it is. */
   readonly "bosun.redisMissing": string | null
+  /** The endpoint of the s3rver process the global setup started (path-style, S3RVER/S3RVER). */
+  readonly "bosun.s3Endpoint": string
 }
 
 export const provided = <K extends keyof BosunProvided>(key: K): BosunProvided[K] =>

@@ -6,6 +6,7 @@
  * - Redis: `REDIS_URL` when set, else a `redis-server` from PATH on a free loopback port, else
  *   none: tests that need it skip with a printed reason. Under `CI=true` a missing component is a
  *   failure, never a skip.
+ * - S3: an s3rver process (a devDependency, so always there) on a free loopback port.
  */
 
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
@@ -53,6 +54,32 @@ const startRedis = async (): Promise<{ url: string; child: ChildProcess } | stri
   }
   child.kill("SIGKILL")
   return `redis-server did not answer on port ${port}`
+}
+
+const startS3rver = async () => {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), "bosun-test-s3-"))
+  const port = await Effect.runPromise(freePort)
+  const script = new URL("./S3ServerProcess.ts", import.meta.url).pathname
+  const child = spawn(process.execPath, ["--openssl-legacy-provider", script, String(port), dir, "bosun-test"], {
+    stdio: ["ignore", "pipe", "inherit"]
+  })
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("s3rver did not start within 20 s")), 20_000)
+    child.stdout?.on("data", (chunk: Buffer) => {
+      if (chunk.toString().includes("ready")) {
+        clearTimeout(timer)
+        resolve()
+      }
+    })
+    child.once("exit", (code) => reject(new Error(`s3rver exited with ${code}`)))
+  })
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    stop: async () => {
+      child.kill("SIGTERM")
+      await fs.rm(dir, { recursive: true, force: true })
+    }
+  }
 }
 
 export default async function setup(project: TestProject) {
@@ -104,6 +131,10 @@ export default async function setup(project: TestProject) {
   }
   provide(project, "bosun.redisUrl", redisUrl)
   provide(project, "bosun.redisMissing", redisMissing)
+
+  const s3 = await startS3rver()
+  provide(project, "bosun.s3Endpoint", s3.endpoint)
+  cleanups.push(s3.stop)
 
   return async () => {
     for (const cleanup of cleanups.reverse()) await cleanup()
