@@ -1,0 +1,95 @@
+/**
+ * The consumer engine both queue adapters share, so that bounded concurrency, heartbeats, the
+ * failure rule and the dead-letter rule are written once. An adapter supplies a `QueueDriver`:
+ * how to claim messages, ack, retry, bury, extend a claim, and wait for new work.
+ */
+import { Cause, Deferred, Duration, Effect, Fiber, Schedule } from "effect"
+import { MAX_DELIVERIES, type QueueError, type QueueMessage, type QueueName, type QueueSettings } from "./Queue.ts"
+
+export interface QueueDriver {
+  /** Claims up to `max` visible messages of the queue for this consumer (may return none). */
+  readonly claim: (max: number) => Effect.Effect<ReadonlyArray<QueueMessage>, QueueError>
+  readonly ack: (message: QueueMessage) => Effect.Effect<void, QueueError>
+  /** Leaves the message for another delivery after the retry delay. */
+  readonly retry: (message: QueueMessage, error: string) => Effect.Effect<void, QueueError>
+  /** Moves the message to the dead-letter queue with its last error. */
+  readonly bury: (message: QueueMessage, error: string) => Effect.Effect<void, QueueError>
+  /** Keeps the claim of a message still being handled from timing out. */
+  readonly heartbeat: (message: QueueMessage) => Effect.Effect<void, QueueError>
+  /**
+   * Waits until new work may be there (a notification, a poll interval, a blocking read) and
+   * returns what it claimed meanwhile, at most `max` (often nothing: the next claim takes it).
+   */
+  readonly waitForWork: (max: number) => Effect.Effect<ReadonlyArray<QueueMessage>, QueueError>
+}
+
+/** The error text kept with a failed message: the first lines of the cause, bounded. */
+export const describeFailure = (cause: Cause.Cause<unknown>): string => Cause.pretty(cause).slice(0, 2000)
+
+/**
+ * Runs `handler` over the messages `driver` claims, at most `concurrency` at once, until
+ * interrupted. A message being handled is heartbeated every third of the visibility timeout.
+ */
+export const runConsumer = <E, R>(
+  queue: QueueName,
+  driver: QueueDriver,
+  handler: (message: QueueMessage) => Effect.Effect<void, E, R>,
+  settings: QueueSettings,
+  concurrency: number
+): Effect.Effect<never, QueueError, R> =>
+  Effect.gen(function* () {
+    let free = concurrency
+    // Completed when a slot frees up while the claim loop waits for one.
+    let slotFreed: Deferred.Deferred<void> | undefined
+    const releaseSlot = Effect.sync(() => {
+      free++
+      if (slotFreed !== undefined) {
+        Deferred.doneUnsafe(slotFreed, Effect.void)
+        slotFreed = undefined
+      }
+    })
+    const heartbeatEvery = Duration.max(Duration.millis(10), Duration.divideUnsafe(settings.visibilityTimeout, 3))
+
+    const handle = (message: QueueMessage) =>
+      Effect.gen(function* () {
+        const beating = yield* Effect.forkChild(
+          driver
+            .heartbeat(message)
+            .pipe(Effect.ignore, Effect.repeat(Schedule.spaced(heartbeatEvery)), Effect.delay(heartbeatEvery))
+        )
+        const exit = yield* Effect.exit(handler(message))
+        yield* Fiber.interrupt(beating)
+        if (exit._tag === "Success") return yield* driver.ack(message)
+        // Interrupted (shutdown, killed consumer): not a failure; the claim times out and the
+        // message is delivered again.
+        if (Cause.hasInterruptsOnly(exit.cause)) return
+        const error = describeFailure(exit.cause)
+        if (message.deliveries >= MAX_DELIVERIES) {
+          yield* Effect.logWarning("queue_message_dead_lettered").pipe(
+            Effect.annotateLogs({ queue, message_id: message.id, deliveries: message.deliveries })
+          )
+          return yield* driver.bury(message, error)
+        }
+        return yield* driver.retry(message, error)
+      }).pipe(
+        Effect.catchCause((cause) =>
+          Effect.logError("queue_handler_bookkeeping_failed").pipe(
+            Effect.annotateLogs({ queue, message_id: message.id, error: describeFailure(cause) })
+          )
+        ),
+        Effect.ensuring(releaseSlot)
+      )
+
+    while (true) {
+      if (free === 0) {
+        // Never claim what cannot be handled now: wait for a handler to finish.
+        slotFreed = Deferred.makeUnsafe<void>()
+        yield* Deferred.await(slotFreed)
+        continue
+      }
+      let messages = yield* driver.claim(free)
+      if (messages.length === 0) messages = yield* driver.waitForWork(free)
+      free -= messages.length
+      for (const message of messages) yield* Effect.forkChild(handle(message))
+    }
+  })

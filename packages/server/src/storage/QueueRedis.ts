@@ -1,0 +1,199 @@
+/**
+ * Redis Streams queue adapter. Each queue is a stream `<prefix><queue>` read through the consumer
+ * group `bosun`; its dead letters are the stream `<prefix><queue>-dlq`.
+ *
+ * - New messages: `XREADGROUP ... >` (first delivery).
+ * - Redelivery: `XAUTOCLAIM` of entries idle for longer than the retry delay (a failed message)
+ *   or the visibility timeout (a consumer that died); the delivery count comes from the pending
+ *   list (`XPENDING`), which `XAUTOCLAIM` increments.
+ * - A message being handled is heartbeated with `XCLAIM ... JUSTID`, which resets its idle time
+ *   without counting a delivery, so only failed or orphaned messages are reclaimed.
+ * - Ack is `XACK` + `XDEL`; burial adds the entry to the `-dlq` stream and acks it in one
+ *   `MULTI`.
+ */
+import { Duration, Effect, Layer } from "effect"
+import type { Redis as IORedis } from "ioredis"
+import {
+  type ConsumeOptions,
+  type DeadLetter,
+  deadLetterQueueOf,
+  type QueueMessage,
+  type QueueName,
+  type QueueSettings,
+  Queues,
+  queueFailure
+} from "./Queue.ts"
+import { type QueueDriver, runConsumer } from "./QueueConsumer.ts"
+import { Redis } from "./Redis.ts"
+
+const GROUP = "bosun"
+const BLOCK_MS = 1000
+
+type StreamEntry = [id: string, fields: Array<string>]
+
+const fieldsOf = (fields: Array<string>) => {
+  const record: Record<string, string> = {}
+  for (let i = 0; i + 1 < fields.length; i += 2) record[fields[i] as string] = fields[i + 1] as string
+  return record
+}
+
+export const makeRedisQueues = Effect.fn("Queues.makeRedis")(function* (
+  settings: QueueSettings & { readonly prefix: string }
+) {
+  const redis = yield* Redis
+  const client = redis.client
+  const streamOf = (queue: QueueName) => `${settings.prefix}${queue}`
+  const dlqOf = (queue: QueueName) => `${settings.prefix}${deadLetterQueueOf(queue)}`
+  const retryMs = Math.max(1, Math.round(Duration.toMillis(settings.retryDelay)))
+  const visibilityMs = Math.max(1, Math.round(Duration.toMillis(settings.visibilityTimeout)))
+  const ensured = new Set<string>()
+  const blockMs = Math.min(BLOCK_MS, retryMs, visibilityMs)
+
+  const ensureGroup = (queue: QueueName) =>
+    ensured.has(queue)
+      ? Effect.void
+      : Effect.tryPromise({
+          try: () =>
+            client.xgroup("CREATE", streamOf(queue), GROUP, "0", "MKSTREAM").catch((error: Error) => {
+              if (!error.message.includes("BUSYGROUP")) throw error
+            }),
+          catch: queueFailure("create consumer group")
+        }).pipe(Effect.tap(() => Effect.sync(() => ensured.add(queue))))
+
+  const send = Effect.fn("Queues.send")(function* (queue: QueueName, body: string) {
+    yield* ensureGroup(queue)
+    const id = yield* Effect.tryPromise({
+      try: () => client.xadd(streamOf(queue), "*", "body", body),
+      catch: queueFailure("send")
+    })
+    return id ?? ""
+  })
+
+  const driverFor = (queue: QueueName, reader: IORedis, consumer: string): QueueDriver => {
+    const stream = streamOf(queue)
+    const run = <A>(what: string, f: () => Promise<A>) => Effect.tryPromise({ try: f, catch: queueFailure(what) })
+
+    /** Entries idle past `minIdle`, claimed for this consumer, with their delivery counts. */
+    const reclaim = (minIdle: number, max: number) =>
+      run("reclaim", async (): Promise<Array<QueueMessage>> => {
+        const [, entries] = (await reader.xautoclaim(stream, GROUP, consumer, minIdle, "0-0", "COUNT", max)) as [
+          string,
+          Array<StreamEntry | null>
+        ]
+        const live = entries.filter((e): e is StreamEntry => e !== null && e[1] !== null)
+        if (live.length === 0) return []
+        const messages: Array<QueueMessage> = []
+        for (const [id, fields] of live) {
+          const pending = (await reader.xpending(stream, GROUP, id, id, 1)) as Array<[string, string, number, number]>
+          messages.push({ id, queue, body: fieldsOf(fields).body ?? "", deliveries: Number(pending[0]?.[3] ?? 1) })
+        }
+        return messages
+      })
+
+    const readNew = (max: number, block: boolean) =>
+      run("read", async (): Promise<Array<QueueMessage>> => {
+        const reply = (await (block
+          ? reader.xreadgroup("GROUP", GROUP, consumer, "COUNT", max, "BLOCK", blockMs, "STREAMS", stream, ">")
+          : reader.xreadgroup("GROUP", GROUP, consumer, "COUNT", max, "STREAMS", stream, ">"))) as Array<
+          [string, Array<StreamEntry>]
+        > | null
+        const entries = reply?.[0]?.[1] ?? []
+        return entries.map(([id, fields]) => ({ id, queue, body: fieldsOf(fields).body ?? "", deliveries: 1 }))
+      })
+
+    return {
+      claim: (max) =>
+        Effect.gen(function* () {
+          // Failed messages first (idle past the retry delay), then new ones; a dead consumer's
+          // messages are idle for at least the visibility timeout, so they come back too.
+          const reclaimed = yield* reclaim(Math.min(retryMs, visibilityMs), max)
+          if (reclaimed.length > 0) return reclaimed
+          return yield* readNew(max, false)
+        }),
+      ack: (message) =>
+        run("ack", () => client.multi().xack(stream, GROUP, message.id).xdel(stream, message.id).exec()).pipe(
+          Effect.asVoid
+        ),
+      // The entry stays pending; not heartbeated any more, it is reclaimed once the retry delay passes.
+      retry: () => Effect.void,
+      bury: (message, error) =>
+        run("bury", () =>
+          client
+            .multi()
+            .xadd(
+              dlqOf(queue),
+              "*",
+              "id",
+              message.id,
+              "body",
+              message.body,
+              "deliveries",
+              String(message.deliveries),
+              "last_error",
+              error,
+              "failed_at",
+              String(Date.now())
+            )
+            .xack(stream, GROUP, message.id)
+            .xdel(stream, message.id)
+            .exec()
+        ).pipe(Effect.asVoid),
+      heartbeat: (message) =>
+        run("heartbeat", () => client.xclaim(stream, GROUP, consumer, 0, message.id, "JUSTID")).pipe(Effect.asVoid),
+      // Blocks on the stream itself, no longer than the retry delay so reclaims stay timely.
+      waitForWork: (max) => readNew(max, true)
+    }
+  }
+
+  const consume = <E, R>(
+    queue: QueueName,
+    handler: (message: QueueMessage) => Effect.Effect<void, E, R>,
+    options?: ConsumeOptions
+  ) =>
+    Effect.gen(function* () {
+      yield* ensureGroup(queue)
+      const reader = yield* redis.duplicate.pipe(Effect.mapError(queueFailure("connect consumer")))
+      const consumer = `c-${process.pid}-${Math.random().toString(36).slice(2, 10)}`
+      return yield* runConsumer(queue, driverFor(queue, reader, consumer), handler, settings, options?.concurrency ?? 8)
+    })
+
+  const list = Effect.fn("Queues.deadLetters.list")(function* (queue: QueueName, limit = 100) {
+    const entries = (yield* Effect.tryPromise({
+      try: () => client.xrange(dlqOf(queue), "-", "+", "COUNT", limit),
+      catch: queueFailure("list dead letters")
+    })) as Array<StreamEntry>
+    return entries.map(([id, fields]): DeadLetter => {
+      const f = fieldsOf(fields)
+      return {
+        id,
+        queue,
+        body: f.body ?? "",
+        deliveries: Number(f.deliveries ?? 0),
+        lastError: f.last_error ?? "",
+        failedAt: new Date(Number(f.failed_at ?? 0))
+      }
+    })
+  })
+
+  const count = Effect.fn("Queues.deadLetters.count")(function* (queue: QueueName) {
+    return yield* Effect.tryPromise({ try: () => client.xlen(dlqOf(queue)), catch: queueFailure("count dead letters") })
+  })
+
+  const replay = Effect.fn("Queues.deadLetters.replay")(function* (queue: QueueName, ids?: ReadonlyArray<string>) {
+    yield* ensureGroup(queue)
+    const letters = yield* list(queue, 10_000)
+    const chosen = ids === undefined ? letters : letters.filter((l) => ids.includes(l.id))
+    for (const letter of chosen) {
+      yield* Effect.tryPromise({
+        try: () => client.multi().xadd(streamOf(queue), "*", "body", letter.body).xdel(dlqOf(queue), letter.id).exec(),
+        catch: queueFailure("replay dead letter")
+      })
+    }
+    return chosen.length
+  })
+
+  return Queues.of({ send, consume, deadLetters: { list, count, replay } })
+})
+
+export const layerRedis = (settings: QueueSettings & { readonly prefix?: string | undefined }) =>
+  Layer.effect(Queues, makeRedisQueues({ ...settings, prefix: settings.prefix ?? "" }))

@@ -1,0 +1,32 @@
+/**
+ * Both queue adapters against the same conformance suite: Postgres (a fresh migrated database)
+ * and Redis Streams (a real server, each run under its own key prefix).
+ */
+import { layerTestRedis, redisMissingReason, redisUrl, TestDatabase, testKeyPrefix } from "@bosun/testing"
+import { describe } from "@effect/vitest"
+import { Duration, Layer } from "effect"
+import { runMigrations } from "../../src/persistence/Migrator.ts"
+import { layerPostgres } from "../../src/storage/QueuePostgres.ts"
+import { layerRedis } from "../../src/storage/QueueRedis.ts"
+import { migrationsDir } from "../support/TestServer.ts"
+import { queueConformance } from "./QueueConformance.ts"
+
+export const testQueueSettings = {
+  visibilityTimeout: Duration.millis(400),
+  retryDelay: Duration.millis(100),
+  pollInterval: Duration.millis(100)
+}
+
+const MigratedDatabase = Layer.effectDiscard(runMigrations(migrationsDir)).pipe(Layer.provideMerge(TestDatabase.layer))
+
+queueConformance("Postgres", layerPostgres(testQueueSettings).pipe(Layer.provideMerge(MigratedDatabase)))
+
+describe.skipIf(redisUrl() === null)(`Redis (${redisMissingReason()})`, () => {
+  queueConformance(
+    "Redis Streams",
+    layerRedis({ ...testQueueSettings, prefix: testKeyPrefix() }).pipe(
+      Layer.provide(layerTestRedis),
+      Layer.provideMerge(TestDatabase.layer)
+    )
+  )
+})
