@@ -30,9 +30,10 @@ export const makeMemoryCache = Effect.sync(() => {
     }
   })
 
-  const remove = Effect.fn("Cache.delete")(function* (key: string) {
-    entries.delete(key)
-  })
+  const remove = (key: string) =>
+    Effect.sync(() => {
+      entries.delete(key)
+    }).pipe(Effect.withSpan("Cache.delete"))
 
   return Cache.of({ get, set, delete: remove, getOrLoad: makeGetOrLoad(get, set) })
 })
