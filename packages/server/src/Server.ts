@@ -1,6 +1,7 @@
 /**
  * The Bosun server process as one Layer: configuration, instance secrets, the database (external
- * or embedded), the Migrator with its boot-time run, and the HTTP application on a Node server.
+ * or embedded), the Migrator with its boot-time run, the storage roles (blob store, cache, queues,
+ * outbox relay), and the HTTP application on a Node server.
  * `main.ts` launches it; integration tests build the same layer with their own database, port and
  * extra routes.
  */
@@ -15,6 +16,7 @@ import { InstanceSecrets } from "./config/InstanceSecrets.ts"
 import { ApiRoutes, serve } from "./http/HttpApp.ts"
 import { DatabaseLive } from "./persistence/Database.ts"
 import { Migrator } from "./persistence/Migrator.ts"
+import { StorageLive } from "./storage/StorageLive.ts"
 
 /** The HTTP server on `BOSUN_HOST:BOSUN_PORT`. */
 export const NodeServerLive = Layer.unwrap(
@@ -24,8 +26,8 @@ export const NodeServerLive = Layer.unwrap(
   })
 )
 
-/** Serves `routes` (production: `ApiRoutes`) with the Migrator; needs AppConfig, SqlClient, an HttpServer. */
-export const HttpLive = <A, E, R>(routes: Layer.Layer<A, E, R>) => serve(routes).pipe(Layer.provide(Migrator.layer))
+/** Serves `routes` (production: `ApiRoutes`); needs the Migrator, AppConfig, SqlClient and an HttpServer. */
+export const HttpLive = <A, E, R>(routes: Layer.Layer<A, E, R>) => serve(routes)
 
 /** One structured line once listening, and on the embedded default's first start, the one-time hints. */
 const Announce = Layer.effectDiscard(
@@ -57,7 +59,9 @@ const Announce = Layer.effectDiscard(
 
 export const ServerLive = Announce.pipe(
   Layer.provideMerge(HttpLive(ApiRoutes)),
+  Layer.provideMerge(StorageLive),
   Layer.provide(NodeServerLive),
+  Layer.provideMerge(Migrator.layer),
   Layer.provide(DatabaseLive),
   Layer.provideMerge(InstanceSecrets.layer),
   Layer.provideMerge(AppConfig.layer)

@@ -57,7 +57,19 @@ export interface AppSettings {
   readonly bootstrapToken: Option.Option<Redacted.Redacted<string>>
   readonly migrationsDir: string
   readonly migrationGateWait: Duration.Duration
+  readonly queues: {
+    readonly visibilityTimeout: Duration.Duration
+    readonly retryDelay: Duration.Duration
+    readonly pollInterval: Duration.Duration
+  }
+  readonly outbox: {
+    readonly relayInterval: Duration.Duration
+    readonly grace: Duration.Duration
+    readonly resendAfter: Duration.Duration
+  }
 }
+
+const duration = (name: string, fallback: Duration.Duration) => Config.Duration(name).pipe(Config.withDefault(fallback))
 
 const defaultMigrationsDir = new URL("../../../../sql/", import.meta.url).pathname
 
@@ -98,7 +110,17 @@ export const appConfig: Config.Config<AppSettings> = Config.all({
   masterKey: masterKeyConfig,
   bootstrapToken: optionalRedacted("BOSUN_BOOTSTRAP_TOKEN"),
   migrationsDir: Config.NonEmptyString("BOSUN_MIGRATIONS_DIR").pipe(Config.withDefault(defaultMigrationsDir)),
-  migrationGateWait: Config.Duration("BOSUN_MIGRATION_GATE_WAIT").pipe(Config.withDefault(Duration.seconds(5)))
+  migrationGateWait: Config.Duration("BOSUN_MIGRATION_GATE_WAIT").pipe(Config.withDefault(Duration.seconds(5))),
+  queues: Config.all({
+    visibilityTimeout: duration("BOSUN_QUEUE_VISIBILITY_TIMEOUT", Duration.seconds(30)),
+    retryDelay: duration("BOSUN_QUEUE_RETRY_DELAY", Duration.seconds(5)),
+    pollInterval: duration("BOSUN_QUEUE_POLL_INTERVAL", Duration.seconds(1))
+  }),
+  outbox: Config.all({
+    relayInterval: duration("BOSUN_OUTBOX_RELAY_INTERVAL", Duration.seconds(5)),
+    grace: duration("BOSUN_OUTBOX_GRACE", Duration.seconds(10)),
+    resendAfter: duration("BOSUN_OUTBOX_RESEND_AFTER", Duration.minutes(15))
+  })
 }).pipe(
   Config.map(({ baseUrl, ...rest }) => ({
     ...rest,

@@ -177,6 +177,8 @@ export class Migrator extends Context.Service<
     readonly gate: Effect.Effect<void, ServiceUnavailable>
     /** Whether the gate has opened (it never closes again): the per-request fast path. */
     readonly isOpen: () => boolean
+    /** Waits, unbounded, until the boot-time run has succeeded (background loops start after it). */
+    readonly awaitReady: Effect.Effect<void>
     readonly state: Effect.Effect<GateState>
   }
 >()("bosun/server/persistence/Migrator") {
@@ -235,7 +237,7 @@ export class Migrator extends Context.Service<
         Effect.timeoutOrElse({ duration: config.migrationGateWait, orElse: () => closed })
       )
       const gate = Effect.suspend(() => (open ? Effect.void : wait))
-      return Migrator.of({ run, gate, isOpen: () => open, state: Ref.get(state) })
+      return Migrator.of({ run, gate, isOpen: () => open, awaitReady: Deferred.await(ready), state: Ref.get(state) })
     })
   )
 }

@@ -10,7 +10,7 @@
  * The relay locks the rows it sends (`FOR UPDATE SKIP LOCKED`), so several servers do not send
  * the same row at once.
  */
-import { Context, Data, Duration, Effect, Layer, Option, Schedule, Schema } from "effect"
+import { Context, Data, Duration, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { type QueueMessage, type QueueName, Queues } from "./Queue.ts"
 
@@ -42,6 +42,8 @@ export interface OutboxSettings {
   readonly grace: Duration.Duration
   /** A row sent this long ago and still not done is sent again. */
   readonly resendAfter: Duration.Duration
+  /** The relay starts once this succeeds (the server passes "migrations applied"). */
+  readonly ready?: Effect.Effect<void> | undefined
 }
 
 /** Rows written in the current `transaction`, sent once it commits. */
@@ -157,14 +159,16 @@ export class Outbox extends Context.Service<
             Effect.withSpan("Outbox.relayOnce")
           )
 
-        yield* relayOnce.pipe(
+        yield* (settings.ready ?? Effect.void).pipe(
+          Effect.andThen(relayOnce),
           Effect.tap((sent) =>
             sent > 0 ? Effect.logInfo("outbox_relayed").pipe(Effect.annotateLogs({ rows: sent })) : Effect.void
           ),
           Effect.catch((error) =>
             Effect.logWarning("outbox_relay_failed").pipe(Effect.annotateLogs({ error: error.message }))
           ),
-          Effect.repeat(Schedule.spaced(settings.relayInterval)),
+          Effect.andThen(Effect.sleep(settings.relayInterval)),
+          Effect.forever,
           Effect.forkScoped
         )
 

@@ -11,6 +11,7 @@ import { HttpServer } from "effect/http"
 import { NetAddress } from "effect/net"
 import { AppConfig, type AppSettings } from "../../src/config/AppConfig.ts"
 import { ApiRoutes } from "../../src/http/HttpApp.ts"
+import { Migrator } from "../../src/persistence/Migrator.ts"
 import { HttpLive } from "../../src/Server.ts"
 
 export const migrationsDir = new URL("../../../../sql/", import.meta.url).pathname
@@ -28,6 +29,12 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
   bootstrapToken: Option.none(),
   migrationsDir,
   migrationGateWait: Duration.millis(300),
+  queues: {
+    visibilityTimeout: Duration.millis(400),
+    retryDelay: Duration.millis(100),
+    pollInterval: Duration.millis(100)
+  },
+  outbox: { relayInterval: Duration.millis(200), grace: Duration.millis(300), resendAfter: Duration.minutes(15) },
   ...overrides
 })
 
@@ -38,6 +45,7 @@ export const layerHttp = <A = never, E = never, R = never>(options: {
 }) =>
   HttpLive(options.extra ? Layer.mergeAll(ApiRoutes, options.extra) : ApiRoutes).pipe(
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
+    Layer.provide(Migrator.layer),
     Layer.provide(Layer.succeed(AppConfig, AppConfig.of(testSettings(options.settings))))
   )
 
