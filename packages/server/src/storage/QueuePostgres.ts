@@ -79,9 +79,9 @@ export const makePostgresQueues = Effect.fn("Queues.makePostgres")(function* (
       sql`UPDATE queue_messages
           SET queue = ${deadLetterQueueOf(queue)}, last_error = ${error}, failed_at = now()
           WHERE id = ${message.id} AND queue = ${queue}`.pipe(Effect.asVoid, Effect.mapError(queueFailure("bury"))),
-    heartbeat: (message) =>
+    heartbeat: (messages) =>
       sql`UPDATE queue_messages SET visible_at = now() + make_interval(secs => ${visibilityMs / 1000})
-          WHERE id = ${message.id} AND queue = ${queue}`.pipe(
+          WHERE id = ANY(${messages.map((m) => Number(m.id))}::bigint[]) AND queue = ${queue}`.pipe(
         Effect.asVoid,
         Effect.mapError(queueFailure("heartbeat"))
       ),

@@ -72,6 +72,7 @@ export const makeRedisQueues = Effect.fn("Queues.makeRedis")(function* (
   const driverFor = (queue: QueueName, reader: IORedis, consumer: string): QueueDriver => {
     const stream = streamOf(queue)
     const run = <A>(what: string, f: () => Promise<A>) => Effect.tryPromise({ try: f, catch: queueFailure(what) })
+    let nextReclaimAt = 0
 
     /** Entries idle past `minIdle`, claimed for this consumer, with their delivery counts. */
     const reclaim = (minIdle: number, max: number) =>
@@ -104,10 +105,15 @@ export const makeRedisQueues = Effect.fn("Queues.makeRedis")(function* (
     return {
       claim: (max) =>
         Effect.gen(function* () {
-          // Failed messages first (idle past the retry delay), then new ones; a dead consumer's
-          // messages are idle for at least the visibility timeout, so they come back too.
-          const reclaimed = yield* reclaim(Math.min(retryMs, visibilityMs), max)
-          if (reclaimed.length > 0) return reclaimed
+          // Failed messages (idle past the retry delay) and a dead consumer's (idle past the
+          // visibility timeout) are looked for at most every half retry delay, new ones always.
+          const now = Date.now()
+          if (now >= nextReclaimAt) {
+            const reclaimed = yield* reclaim(Math.min(retryMs, visibilityMs), max)
+            if (reclaimed.length === max) return reclaimed
+            nextReclaimAt = now + Math.max(1, Math.floor(Math.min(retryMs, visibilityMs) / 2))
+            if (reclaimed.length > 0) return reclaimed
+          }
           return yield* readNew(max, false)
         }),
       ack: (message) =>
@@ -138,8 +144,10 @@ export const makeRedisQueues = Effect.fn("Queues.makeRedis")(function* (
             .xdel(stream, message.id)
             .exec()
         ).pipe(Effect.asVoid),
-      heartbeat: (message) =>
-        run("heartbeat", () => client.xclaim(stream, GROUP, consumer, 0, message.id, "JUSTID")).pipe(Effect.asVoid),
+      heartbeat: (messages) =>
+        run("heartbeat", () => client.xclaim(stream, GROUP, consumer, 0, ...messages.map((m) => m.id), "JUSTID")).pipe(
+          Effect.asVoid
+        ),
       // Blocks on the stream itself, no longer than the retry delay so reclaims stay timely.
       waitForWork: (max) => readNew(max, true)
     }
