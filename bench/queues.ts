@@ -16,6 +16,7 @@ import * as fs from "node:fs/promises"
 import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
+import { fileURLToPath } from "node:url"
 import { EmbeddedPostgres, freePort } from "@bosun/server/persistence/EmbeddedPostgres"
 import { runMigrations } from "@bosun/server/persistence/Migrator"
 import { Queues } from "@bosun/server/storage/Queue"
@@ -28,7 +29,7 @@ import { Redis as IORedis } from "ioredis"
 
 const total = Number(process.env.BENCH_MESSAGES ?? 20_000)
 const handlersPerConsumer = Number(process.env.BENCH_HANDLERS ?? 64)
-const root = new URL("..", import.meta.url).pathname
+const root = fileURLToPath(new URL("..", import.meta.url))
 const migrationsDir = path.join(root, "sql")
 const settings = {
   visibilityTimeout: Duration.seconds(30),

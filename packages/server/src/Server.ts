@@ -6,7 +6,9 @@
  * extra routes.
  */
 
+import * as fs from "node:fs/promises"
 import { createServer } from "node:http"
+import * as path from "node:path"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { HttpServer } from "effect/http"
@@ -40,19 +42,34 @@ const Announce = Layer.effectDiscard(
     yield* Effect.logInfo("bosun_listening").pipe(
       Effect.annotateLogs({ address, base_url: config.baseUrl.href, embedded: Option.isSome(secrets.embedded) })
     )
-    if (Option.isSome(secrets.embedded) && secrets.embedded.value.firstStart) {
-      // Shown once, to the operator's terminal, on the start that generated them; never logged.
-      const token = Option.match(secrets.bootstrapToken, { onNone: () => "(unset)", onSome: Redacted.value })
-      process.stderr.write(
-        [
-          "",
-          "Bosun is running on its embedded defaults.",
-          `  Dashboard:       ${config.baseUrl.href}`,
-          `  Bootstrap token: ${token}`,
-          `  (kept in ${secrets.embedded.value.secretsFile}, mode 0600; this is the only time it is printed)`,
-          ""
-        ].join("\n")
+    if (Option.isSome(secrets.embedded)) {
+      // Shown once, to the operator's terminal, by the first start that got this far (a marker
+      // records it, so a first start that failed before listening does not use up the showing);
+      // never logged. A token the operator set themselves is not echoed.
+      const embedded = secrets.embedded.value
+      const marker = path.join(config.dataDir, ".first-start-shown")
+      const shown = yield* Effect.promise(() =>
+        fs.access(marker).then(
+          () => true,
+          () => false
+        )
       )
+      if (!shown) {
+        const token = embedded.generatedBootstrapToken
+          ? Option.match(secrets.bootstrapToken, { onNone: () => "(unset)", onSome: Redacted.value })
+          : "(the value of BOSUN_BOOTSTRAP_TOKEN)"
+        process.stderr.write(
+          [
+            "",
+            "Bosun is running on its embedded defaults.",
+            `  Dashboard:       ${config.baseUrl.href}`,
+            `  Bootstrap token: ${token}`,
+            `  (kept in ${embedded.secretsFile}, mode 0600; this is the only time it is printed)`,
+            ""
+          ].join("\n")
+        )
+        yield* Effect.promise(() => fs.writeFile(marker, `${new Date().toISOString()}\n`, { mode: 0o600 }))
+      }
     }
   })
 )

@@ -15,6 +15,7 @@ import * as fs from "node:fs/promises"
 import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
+import { fileURLToPath } from "node:url"
 import { EmbeddedPostgres, freePort } from "@bosun/server/persistence/EmbeddedPostgres"
 import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
 import type { TestProject } from "vitest/node"
@@ -59,7 +60,7 @@ const startRedis = async (): Promise<{ url: string; child: ChildProcess } | stri
 const startS3rver = async () => {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), "bosun-test-s3-"))
   const port = await Effect.runPromise(freePort)
-  const script = new URL("./S3ServerProcess.ts", import.meta.url).pathname
+  const script = fileURLToPath(new URL("./S3ServerProcess.ts", import.meta.url))
   const child = spawn(process.execPath, ["--openssl-legacy-provider", script, String(port), dir, "bosun-test"], {
     stdio: ["ignore", "pipe", "inherit"]
   })

@@ -3,6 +3,8 @@
  * here, once, at start-up: a malformed value fails with a `ConfigError` naming the variable, which
  * `main` prints as one line. Secrets stay `Redacted` from the moment they are read.
  */
+
+import { fileURLToPath } from "node:url"
 import { Config, Context, Duration, Effect, Layer, Option, Redacted, Schema } from "effect"
 
 const MasterKeyPattern = /^[A-Za-z0-9+/]{43}=$/
@@ -21,9 +23,29 @@ export const KeyVersionString = Schema.String.check(
   Schema.makeFilter((s: string) => (/^[1-9][0-9]{0,8}$/.test(s) ? undefined : 'must be a positive integer, e.g. "1"'))
 )
 
-/** A JSON object mapping a version string to the base64 key of that older version. */
+/**
+ * A JSON object mapping a version string to the base64 key of that older version. Every entry is
+ * checked: a record schema with a refined key type would silently drop a key that does not match.
+ */
 export const PreviousKeysJson = Schema.String.pipe(
-  Schema.decodeTo(Schema.fromJsonString(Schema.Record(KeyVersionString, MasterKeyString)))
+  Schema.decodeTo(
+    Schema.fromJsonString(
+      Schema.Record(Schema.String, Schema.String).check(
+        Schema.makeFilter((entries: Readonly<Record<string, string>>) =>
+          Object.entries(entries).flatMap(([version, key]) => {
+            const problems: Array<Schema.FilterIssue> = []
+            if (!/^[1-9][0-9]{0,8}$/.test(version)) {
+              problems.push({ path: [version], issue: 'the version must be a positive integer, e.g. "1"' })
+            }
+            if (!MasterKeyPattern.test(key) || Buffer.from(key, "base64").length !== 32) {
+              problems.push({ path: [version], issue: "the key must be base64 of exactly 32 bytes" })
+            }
+            return problems
+          })
+        )
+      )
+    )
+  )
 )
 
 const PoolSize = Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 1000 }))
@@ -71,7 +93,7 @@ export interface AppSettings {
 
 const duration = (name: string, fallback: Duration.Duration) => Config.Duration(name).pipe(Config.withDefault(fallback))
 
-const defaultMigrationsDir = new URL("../../../../sql/", import.meta.url).pathname
+const defaultMigrationsDir = fileURLToPath(new URL("../../../../sql/", import.meta.url))
 
 const optionalRedacted = (name: string) => Config.option(Config.Redacted(name))
 

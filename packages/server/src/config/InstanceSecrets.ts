@@ -37,8 +37,8 @@ export interface InstanceSecretsShape {
 export interface EmbeddedSecrets {
   readonly postgresPassword: Redacted.Redacted<string>
   readonly secretsFile: string
-  /** True on the start that created `secrets.json`: the token and URL are shown once, then. */
-  readonly firstStart: boolean
+  /** Whether the bootstrap token is the generated one (false: it came from `BOSUN_BOOTSTRAP_TOKEN`). */
+  readonly generatedBootstrapToken: boolean
 }
 
 const generate = (): SecretsFile => ({
@@ -61,12 +61,20 @@ export const loadOrCreateSecretsFile = Effect.fn("InstanceSecrets.loadOrCreate")
     catch: fail("cannot create")
   })
   const fresh = generate()
+  // Written whole to a temporary file, then linked into place: link fails if another start won
+  // the race, and no reader ever sees a half-written file.
   const created = yield* Effect.tryPromise({
-    try: () =>
-      fs.writeFile(file, `${JSON.stringify(fresh, null, 2)}\n`, { mode: 0o600, flag: "wx" }).then(
-        () => true,
-        (error: NodeJS.ErrnoException) => (error.code === "EEXIST" ? false : Promise.reject(error))
-      ),
+    try: async () => {
+      const tmp = `${file}.${randomBytes(6).toString("hex")}.tmp`
+      await fs.writeFile(tmp, `${JSON.stringify(fresh, null, 2)}\n`, { mode: 0o600, flag: "wx" })
+      return fs
+        .link(tmp, file)
+        .then(
+          () => true,
+          (error: NodeJS.ErrnoException) => (error.code === "EEXIST" ? false : Promise.reject(error))
+        )
+        .finally(() => fs.rm(tmp, { force: true }))
+    },
     catch: fail("cannot write")
   })
   if (created) return { file, secrets: fresh, created }
@@ -97,7 +105,7 @@ export class InstanceSecrets extends Context.Service<InstanceSecrets, InstanceSe
           embedded: Option.none()
         })
       }
-      const { created, file, secrets } = yield* loadOrCreateSecretsFile(config.dataDir)
+      const { file, secrets } = yield* loadOrCreateSecretsFile(config.dataDir)
       return InstanceSecrets.of({
         masterKey: Option.getOrElse(config.masterKey, () => ({
           key: Redacted.make(secrets.master_key),
@@ -108,7 +116,7 @@ export class InstanceSecrets extends Context.Service<InstanceSecrets, InstanceSe
         embedded: Option.some({
           postgresPassword: Redacted.make(secrets.postgres_password),
           secretsFile: file,
-          firstStart: created
+          generatedBootstrapToken: Option.isNone(config.bootstrapToken)
         })
       })
     })

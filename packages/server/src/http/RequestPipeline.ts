@@ -34,7 +34,22 @@ export const resolveRequestId = (inbound: string | undefined): string =>
 export const errorResponse = (status: number, code: string, message: string) =>
   HttpServerResponse.jsonUnsafe({ error: { code, message } }, { status })
 
-const isApiPath = (url: string) => url === "/api" || url.startsWith("/api/") || url.startsWith("/api?")
+/**
+ * Whether a request is for `/api/*` as the router will see it: the router ignores case, collapses
+ * repeated slashes and decodes `%xx`, so the check does too (else `//api/...` or `/%61pi/...`
+ * would reach a handler past a closed gate).
+ */
+export const isApiPath = (url: string): boolean => {
+  const end = url.search(/[?#]/)
+  let path = end === -1 ? url : url.slice(0, end)
+  try {
+    path = decodeURIComponent(path)
+  } catch {
+    // Undecodable escapes: judge the raw text.
+  }
+  const normalized = path.replace(/\/+/g, "/").toLowerCase()
+  return normalized === "/api" || normalized.startsWith("/api/")
+}
 
 /** The edge's ray id and, from its suffix, the data-center code (`<id>-<COLO>`), when supplied. */
 const edgeIds = (headers: Readonly<Record<string, string | undefined>>) => {
@@ -109,10 +124,20 @@ const outcomeOf = (cause: Cause.Cause<unknown>): Effect.Effect<Outcome> => {
   return Effect.succeed(internal(cause))
 }
 
+/**
+ * The stack of an `Error` defect. Anything else is named by its tag or constructor only: a
+ * plain object handed to `Effect.die` may hold request data, and it must not reach the log.
+ */
 const stackOf = (cause: Cause.Cause<unknown>): string => {
-  const defect = cause.reasons.find(Cause.isDieReason)
-  if (defect && defect.defect instanceof Error && defect.defect.stack) return defect.defect.stack
-  return Cause.pretty(cause)
+  const reason = cause.reasons.find(Cause.isDieReason)
+  if (reason === undefined) return "a failure without a defect (see the status)"
+  const defect = reason.defect
+  if (defect instanceof Error) return defect.stack ?? `${defect.name}: ${defect.message}`
+  if (typeof defect === "object" && defect !== null) {
+    const tag = (defect as { readonly _tag?: unknown })._tag
+    return `non-Error defect: ${typeof tag === "string" ? tag : (defect.constructor?.name ?? "object")}`
+  }
+  return `non-Error defect of type ${typeof defect}`
 }
 
 const envelopeResponse = (

@@ -110,12 +110,18 @@ const pathExists = (p: string) =>
     )
   )
 
+/**
+ * Creates the cluster in a temporary sibling directory and renames it into place, so an
+ * interrupted first start (Ctrl-C during initdb) leaves no half-built data directory behind.
+ */
 const initialise = Effect.fn("EmbeddedPostgres.initialise")(function* (
   bin: Binaries,
-  dataDir: string,
+  finalDir: string,
   password: Redacted.Redacted<string>,
   user: RunAs | undefined
 ) {
+  const dataDir = `${finalDir}.init-${randomBytes(4).toString("hex")}`
+  yield* Effect.addFinalizer(() => Effect.promise(() => fs.rm(dataDir, { recursive: true, force: true })))
   yield* fsEffect("create data directory", () => fs.mkdir(path.dirname(dataDir), { recursive: true, mode: 0o711 }))
   if (user) yield* ensureTraversable(path.dirname(dataDir))
   yield* fsEffect("create data directory", () => fs.mkdir(dataDir, { recursive: true, mode: 0o700 }))
@@ -158,6 +164,12 @@ const initialise = Effect.fn("EmbeddedPostgres.initialise")(function* (
       }),
     () => Effect.promise(() => fs.rm(pwfile, { force: true }))
   )
+  // The final directory has no PG_VERSION (else we would not be here): it is a leftover of an
+  // interrupted start from before initdb ran aside, and never a usable cluster.
+  yield* fsEffect("move the new cluster into place", async () => {
+    await fs.rm(finalDir, { recursive: true, force: true })
+    await fs.rename(dataDir, finalDir)
+  })
 })
 
 /**
@@ -188,12 +200,22 @@ const ensureTraversable = Effect.fn("EmbeddedPostgres.ensureTraversable")(functi
 const stopOrphan = Effect.fn("EmbeddedPostgres.stopOrphan")(function* (dataDir: string) {
   const pidFile = yield* Effect.promise(() => fs.readFile(path.join(dataDir, "postmaster.pid"), "utf8").catch(() => ""))
   const pid = Number(pidFile.split("\n")[0])
-  if (!Number.isInteger(pid) || pid <= 0 || !isAlive(pid)) return
-  const stat = yield* Effect.promise(() => fs.readFile(`/proc/${pid}/stat`, "utf8").catch(() => ""))
+  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid || !isAlive(pid)) return
+  // Only a process that is provably this data directory's postmaster is ever signalled: the pid
+  // in the file may have been reused. Without /proc (macOS) nothing is signalled; Postgres
+  // itself then refuses to start while the directory is in use.
+  const [cmdline, stat] = yield* Effect.promise(() =>
+    Promise.all([
+      fs.readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => ""),
+      fs.readFile(`/proc/${pid}/stat`, "utf8").catch(() => "")
+    ])
+  )
+  const args = cmdline.split("\0")
+  const isOurPostmaster = /(^|\/)postgres$/.test(args[0] ?? "") && args.includes(dataDir)
   const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1])
-  if (stat !== "" && ppid !== 1 && isAlive(ppid)) {
+  if (!isOurPostmaster || (ppid !== 1 && isAlive(ppid))) {
     return yield* new EmbeddedPostgresError({
-      message: `the data directory ${dataDir} is in use by Postgres pid ${pid} of another running process`
+      message: `the data directory ${dataDir} is in use by process ${pid}; stop it (or the Bosun that runs it) first`
     })
   }
   yield* Effect.logWarning("stopping an orphaned embedded Postgres left by an earlier run").pipe(

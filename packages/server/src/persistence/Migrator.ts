@@ -236,7 +236,10 @@ export class Migrator extends Context.Service<
       const wait = Deferred.await(ready).pipe(
         Effect.timeoutOrElse({ duration: config.migrationGateWait, orElse: () => closed })
       )
-      const gate = Effect.suspend(() => (open ? Effect.void : wait))
+      // A failed run fails the gate at once: probes get their 503 instead of timing out.
+      const gate = Effect.suspend(() =>
+        open ? Effect.void : Effect.flatMap(Ref.get(state), (s) => (s._tag === "Failed" ? closed : wait))
+      )
       return Migrator.of({ run, gate, isOpen: () => open, awaitReady: Deferred.await(ready), state: Ref.get(state) })
     })
   )

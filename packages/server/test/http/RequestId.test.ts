@@ -5,7 +5,7 @@
 import { RequestIdPattern } from "@bosun/domain"
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { resolveRequestId } from "../../src/http/RequestPipeline.ts"
+import { isApiPath, resolveRequestId } from "../../src/http/RequestPipeline.ts"
 
 const allowed = fc.constantFrom(..."abcxyzABCXYZ0123456789._-".split(""))
 
@@ -39,5 +39,25 @@ describe("resolveRequestId", () => {
   it("generates an id when none is sent", () => {
     assert.match(resolveRequestId(undefined), RequestIdPattern)
     assert.notStrictEqual(resolveRequestId(undefined), resolveRequestId(undefined))
+  })
+})
+
+describe("isApiPath", () => {
+  it("sees /api paths the way the router matches them", () => {
+    for (const path of [
+      "/api",
+      "/api/v1/x",
+      "/api?x=1",
+      "//api/v1",
+      "/API/v1",
+      "/Api/V1/x",
+      "/%61pi/v1",
+      "/api%2Fv1"
+    ]) {
+      assert.isTrue(isApiPath(path), path)
+    }
+    for (const path of ["/", "/healthz", "/readyz", "/apis", "/apiv1", "/dashboard/api", "/%zz"]) {
+      assert.isFalse(isApiPath(path), path)
+    }
   })
 })

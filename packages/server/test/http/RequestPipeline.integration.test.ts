@@ -58,7 +58,13 @@ const DyingRoute = HttpRouter.add(
   Effect.die(new Error("kaboom: internal detail that must not reach the client"))
 )
 
-const Server = layerTestServer({ extra: Layer.mergeAll(ProbeRoutes, DyingRoute) })
+const DyingWithObject = HttpRouter.add(
+  "GET",
+  "/api/v1/probe/die-object",
+  Effect.die({ authorization: "Bearer object-defect-secret-91" })
+)
+
+const Server = layerTestServer({ extra: Layer.mergeAll(ProbeRoutes, DyingRoute, DyingWithObject) })
 
 const clearLogs = Effect.flatMap(LogCapture, (capture) => capture.clear)
 
@@ -170,6 +176,20 @@ layer(Server, { excludeTestServices: true })("request pipeline", (it) => {
         assert.include(String(failed?.stack), "kaboom")
         const [line] = yield* logsNamed("http_request")
         assert.strictEqual(line?.status, 500)
+      })
+    )
+  })
+
+  describe("non-Error defects", () => {
+    it.effect("logs only the kind of a non-Error defect, never its content", () =>
+      Effect.gen(function* () {
+        yield* clearLogs
+        const response = yield* request("/api/v1/probe/die-object")
+        assert.strictEqual(response.status, 500)
+        const [failed] = yield* logsNamed("http_request_failed")
+        assert.strictEqual(failed?.stack, "non-Error defect: Object")
+        const capture = yield* LogCapture
+        for (const line of capture.lines) assert.notInclude(line, "object-defect-secret-91")
       })
     )
   })

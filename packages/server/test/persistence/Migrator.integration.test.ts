@@ -10,9 +10,10 @@ import * as path from "node:path"
 import { eventually, LogCapture, TestDatabase } from "@bosun/testing"
 import { PgClient } from "@effect/sql-pg"
 import { assert, layer } from "@effect/vitest"
-import { type Context, Effect, Layer, Redacted } from "effect"
+import { type Context, Duration, Effect, Layer, Redacted } from "effect"
 import type { HttpServer } from "effect/http"
 import { SqlClient } from "effect/sql"
+import type { AppSettings } from "../../src/config/AppConfig.ts"
 import { MIGRATION_LOCK_KEY, runMigrations } from "../../src/persistence/Migrator.ts"
 import { layerHttp, logsNamed, migrationsDir, request } from "../support/TestServer.ts"
 
@@ -30,10 +31,10 @@ const tempMigrations = (files: Record<string, string>) =>
   )
 
 /** Builds one server (its own pool) on the test database inside the current scope. */
-const startServer = (dir: string) =>
+const startServer = (dir: string, settings: Partial<AppSettings> = {}) =>
   Effect.gen(function* () {
     const db = yield* TestDatabase
-    const stack = layerHttp({ settings: { migrationsDir: dir } }).pipe(
+    const stack = layerHttp({ settings: { migrationsDir: dir, ...settings } }).pipe(
       Layer.provide(PgClient.layer({ url: Redacted.make(db.url), maxConnections: 4 }))
     )
     return yield* Layer.build(stack)
@@ -73,6 +74,10 @@ layer(Layer.mergeAll(TestDatabase.layer, LogCapture.layer), { excludeTestService
       assert.strictEqual(api.status, 503)
       assert.strictEqual(api.headers.get("retry-after"), "5")
       assert.isString(api.headers.get("x-request-id"))
+      // The router ignores case, collapses slashes and decodes %xx; the gate must see what it sees.
+      for (const bypass of ["//api/v1/instance", "/API/v1/instance", "/Api/V1/Instance", "/%61pi/v1/instance"]) {
+        assert.strictEqual((yield* call(bypass)).status, 503, bypass)
+      }
       assert.isFalse(yield* tableExists("organizations"))
 
       yield* holder.executeRaw("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK_KEY]).pipe(Effect.orDie)
@@ -120,11 +125,14 @@ layer(Layer.mergeAll(TestDatabase.layer, LogCapture.layer), { excludeTestService
       const dir = yield* tempMigrations({
         "0950_broken.sql": "CREATE TABLE half_done (id int);\nCREATE TABLE oops (;"
       })
-      const server = yield* startServer(dir)
+      const server = yield* startServer(dir, { migrationGateWait: Duration.seconds(20) })
       const failed = yield* pollUntil(logsNamed("migration_failed"), (lines) => lines.length > 0)
       assert.strictEqual(failed[0]?.file, "0950_broken.sql")
       assert.strictEqual(failed[0]?.level, "error")
+      // A failed run closes the gate at once: no waiting out the 20 s gate wait.
+      const askedAt = Date.now()
       const ready = yield* inServer(server, request("/readyz"))
+      assert.isBelow(Date.now() - askedAt, 5_000)
       assert.strictEqual(ready.status, 503)
       assert.deepStrictEqual(ready.json, {
         error: {

@@ -4,9 +4,10 @@
  */
 
 import { type ChildProcess, spawn } from "node:child_process"
+import { fileURLToPath } from "node:url"
 import { Effect } from "effect"
 
-export const mainScript = new URL("../../src/main.ts", import.meta.url).pathname
+export const mainScript = fileURLToPath(new URL("../../src/main.ts", import.meta.url))
 
 export interface ServerProcess {
   readonly child: ChildProcess

@@ -4,9 +4,10 @@
  */
 
 import { createServer } from "node:http"
+import { fileURLToPath } from "node:url"
 import { LogCapture, TestDatabase } from "@bosun/testing"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Duration, Effect, Layer, Option } from "effect"
+import { Context, Duration, Effect, Layer, Option } from "effect"
 import { HttpServer } from "effect/http"
 import { NetAddress } from "effect/net"
 import { AppConfig, type AppSettings } from "../../src/config/AppConfig.ts"
@@ -14,7 +15,7 @@ import { ApiRoutes } from "../../src/http/HttpApp.ts"
 import { Migrator } from "../../src/persistence/Migrator.ts"
 import { HttpLive } from "../../src/Server.ts"
 
-export const migrationsDir = new URL("../../../../sql/", import.meta.url).pathname
+export const migrationsDir = fileURLToPath(new URL("../../../../sql/", import.meta.url))
 
 export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings => ({
   host: "127.0.0.1",
@@ -45,14 +46,19 @@ export const layerHttp = <A = never, E = never, R = never>(options: {
 }) =>
   HttpLive(options.extra ? Layer.mergeAll(ApiRoutes, options.extra) : ApiRoutes).pipe(
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
-    Layer.provide(Migrator.layer),
+    Layer.provideMerge(Migrator.layer),
     Layer.provide(Layer.succeed(AppConfig, AppConfig.of(testSettings(options.settings))))
   )
 
-/** The whole test server: HTTP stack, fresh database, captured logs. */
+/** The whole test server: HTTP stack, fresh database, captured logs; ready once migrations are applied. */
 export const layerTestServer = <A = never, E = never, R = never>(
   options: { readonly extra?: Layer.Layer<A, E, R>; readonly settings?: Partial<AppSettings> } = {}
-) => layerHttp(options).pipe(Layer.provideMerge(TestDatabase.layer), Layer.provideMerge(LogCapture.layer))
+) =>
+  layerHttp(options).pipe(
+    Layer.tap((context) => Context.get(context, Migrator).awaitReady),
+    Layer.provideMerge(TestDatabase.layer),
+    Layer.provideMerge(LogCapture.layer)
+  )
 
 /** `http://127.0.0.1:<port>` of the running test server. */
 export const baseUrl = Effect.map(HttpServer.HttpServer, (server) =>
