@@ -3,7 +3,7 @@
  * failure rule and the dead-letter rule are written once. An adapter supplies a `QueueDriver`:
  * how to claim messages, ack, retry, bury, extend a claim, and wait for new work.
  */
-import { Cause, Deferred, Duration, Effect, Schedule } from "effect"
+import { Cause, Deferred, Duration, Effect, type Exit, Schedule } from "effect"
 import { MAX_DELIVERIES, type QueueError, type QueueMessage, type QueueName, type QueueSettings } from "./Queue.ts"
 
 export interface QueueDriver {
@@ -58,24 +58,30 @@ export const runConsumer = <E, R>(
       Effect.forkChild
     )
 
+    // What one delivery's outcome leaves to do: ack, nothing (interrupted), retry or bury.
+    const settle = (message: QueueMessage, exit: Exit.Exit<void, E>): Effect.Effect<void, QueueError> => {
+      inFlight.delete(message.id)
+      if (exit._tag === "Success") return driver.ack(message)
+      // Interrupted (shutdown, killed consumer): not a failure; the claim times out and the
+      // message is delivered again.
+      if (Cause.hasInterruptsOnly(exit.cause)) return Effect.void
+      const error = describeFailure(exit.cause)
+      if (message.deliveries >= MAX_DELIVERIES) {
+        return Effect.logWarning("queue_message_dead_lettered").pipe(
+          Effect.annotateLogs({ queue, message_id: message.id, deliveries: message.deliveries }),
+          Effect.andThen(driver.bury(message, error))
+        )
+      }
+      return driver.retry(message, error)
+    }
+
+    // A plain pipeline rather than a generator per message: this runs once for every message.
     const handle = (message: QueueMessage) =>
-      Effect.gen(function* () {
+      Effect.suspend(() => {
         inFlight.set(message.id, message)
-        const exit = yield* Effect.exit(handler(message))
-        inFlight.delete(message.id)
-        if (exit._tag === "Success") return yield* driver.ack(message)
-        // Interrupted (shutdown, killed consumer): not a failure; the claim times out and the
-        // message is delivered again.
-        if (Cause.hasInterruptsOnly(exit.cause)) return
-        const error = describeFailure(exit.cause)
-        if (message.deliveries >= MAX_DELIVERIES) {
-          yield* Effect.logWarning("queue_message_dead_lettered").pipe(
-            Effect.annotateLogs({ queue, message_id: message.id, deliveries: message.deliveries })
-          )
-          return yield* driver.bury(message, error)
-        }
-        return yield* driver.retry(message, error)
+        return Effect.exit(handler(message))
       }).pipe(
+        Effect.flatMap((exit) => settle(message, exit)),
         // An ack/retry/bury that failed leaves the message to time out and come back; log it.
         // Interruption (the consumer is stopping) is not a failure and must not be swallowed.
         Effect.catchCause((cause) =>
