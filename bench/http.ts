@@ -17,6 +17,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import autocannon from "autocannon"
+import { runContext, writeReport } from "./Report.ts"
 
 const duration = Number(process.env.BENCH_DURATION ?? 10)
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 32)
@@ -116,14 +117,7 @@ const main = async () => {
     const peak = { bare: await memory(bare.pid ?? 0), bosun: await memory(bosun.pid ?? 0) }
 
     const report = {
-      benchmark: "http",
-      date: new Date().toISOString(),
-      machine: {
-        cpus: os.cpus().length,
-        cpu: os.cpus()[0]?.model ?? "unknown",
-        memoryGb: Math.round(os.totalmem() / 2 ** 30)
-      },
-      node: process.version,
+      ...runContext("http"),
       database: process.env.DATABASE_URL ? "DATABASE_URL" : "embedded",
       durationSeconds: duration,
       connections,
@@ -133,8 +127,7 @@ const main = async () => {
         bosun: { idleRssMb: idle.bosun.rssMb, peakRssMb: peak.bosun.peakMb }
       }
     }
-    await fs.mkdir(path.join(root, ".bench"), { recursive: true })
-    await fs.writeFile(path.join(root, ".bench/http.json"), `${JSON.stringify(report, null, 2)}\n`)
+    await writeReport("http", report)
 
     const fmt = (n: number, digits = 0) => n.toFixed(digits).padStart(9)
     console.log(

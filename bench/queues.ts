@@ -26,6 +26,7 @@ import { Redis } from "@bosun/server/storage/Redis"
 import { PgClient } from "@effect/sql-pg"
 import { Cause, Context, Duration, Effect, Exit, Layer, Redacted, Scope } from "effect"
 import { Redis as IORedis } from "ioredis"
+import { runContext, writeReport } from "./Report.ts"
 
 const total = Number(process.env.BENCH_MESSAGES ?? 20_000)
 const handlersPerConsumer = Number(process.env.BENCH_HANDLERS ?? 64)
@@ -244,22 +245,12 @@ const main = Effect.gen(function* () {
   yield* Effect.promise(() => fs.rm(tmp, { recursive: true, force: true }))
 
   const report = {
-    benchmark: "queues",
-    date: new Date().toISOString(),
-    machine: {
-      cpus: os.cpus().length,
-      cpu: os.cpus()[0]?.model ?? "unknown",
-      memoryGb: Math.round(os.totalmem() / 2 ** 30)
-    },
-    node: process.version,
+    ...runContext("queues"),
     messages: total,
     handlersPerConsumer,
     results
   }
-  yield* Effect.promise(async () => {
-    await fs.mkdir(path.join(root, ".bench"), { recursive: true })
-    await fs.writeFile(path.join(root, ".bench/queues.json"), `${JSON.stringify(report, null, 2)}\n`)
-  })
+  yield* Effect.promise(() => writeReport("queues", report))
   const n = (x: number | undefined, d = 0) => (x === undefined ? "-" : x.toFixed(d)).padStart(10)
   console.log(
     `bench:queues — ${total} messages, 8 producers, 4 consumers × ${handlersPerConsumer}, ${report.machine.cpus}× ${report.machine.cpu}`
