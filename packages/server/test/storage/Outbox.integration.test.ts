@@ -45,7 +45,8 @@ layer(Stack, { excludeTestServices: true, timeout: "60 seconds" })("Outbox", (it
         queues.consume("bosun-effects", (m) => outbox.handle(m, (row) => Effect.sync(() => void worked.push(row))))
       )
       const id = yield* outbox.transaction(outbox.write("bosun-effects", "github.review.publish", { review_id: "r-1" }))
-      assert.deepStrictEqual(yield* rowState(id), { sent: true, done: false })
+      // Sent by the time the transaction returns; done may already be true (the consumer is quick).
+      assert.strictEqual((yield* rowState(id))?.sent, true)
       yield* Effect.orDie(
         eventually(
           Effect.sync(() => worked.length),
