@@ -198,8 +198,9 @@ export const RequestPipelineLayer = HttpRouter.middleware(
             return Effect.succeed(HttpServerResponse.setHeader(outcome.response, "X-Request-ID", requestId))
           })
 
+        // Once open the gate never closes, so the path is only inspected while it is shut.
         const handled =
-          isApiPath(request.url) && !migrator.isOpen()
+          !migrator.isOpen() && isApiPath(request.url)
             ? Effect.matchEffect(migrator.gate, { onFailure: gateClosed, onSuccess: () => httpEffect })
             : httpEffect
         return Effect.provideService(
