@@ -70,5 +70,8 @@ export const ErrorCodes = {
   invalidBody: "invalid_body",
   internal: "internal_error",
   migrationsPending: "migrations_pending",
-  databaseUnavailable: "database_unavailable"
+  databaseUnavailable: "database_unavailable",
+  unauthorized: "unauthorized",
+  bootstrapTokenUnset: "bootstrap_token_unset",
+  rotationInProgress: "rotation_in_progress"
 } as const

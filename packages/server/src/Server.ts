@@ -15,9 +15,15 @@ import { HttpServer } from "effect/http"
 import { NetAddress } from "effect/net"
 import { AppConfig } from "./config/AppConfig.ts"
 import { InstanceSecrets } from "./config/InstanceSecrets.ts"
+import { SecretRotation } from "./crypto/SecretRotation.ts"
+import { Secrets } from "./crypto/Secrets.ts"
 import { ApiRoutes, serve } from "./http/HttpApp.ts"
 import { DatabaseLive } from "./persistence/Database.ts"
+import { GithubAppsRepo } from "./persistence/GithubAppsRepo.ts"
 import { Migrator } from "./persistence/Migrator.ts"
+import { OrganizationSecretsRepo } from "./persistence/OrganizationSecretsRepo.ts"
+import { OrganizationsRepo } from "./persistence/OrganizationsRepo.ts"
+import { SecretRotationRepo } from "./persistence/SecretRotationRepo.ts"
 import { StorageLive } from "./storage/StorageLive.ts"
 
 /** The HTTP server on `BOSUN_HOST:BOSUN_PORT`. */
@@ -26,6 +32,29 @@ export const NodeServerLive = Layer.unwrap(
     const config = yield* AppConfig
     return NodeHttpServer.layer(createServer, { port: config.port, host: config.host })
   })
+)
+
+/**
+ * The sealing service over this instance's key ring, the repositories, and the secret-rotation
+ * worker (started once the migrations are applied); needs AppConfig, InstanceSecrets, the
+ * Migrator and a SqlClient. The server and the `bosun` CLI share it.
+ */
+export const AppServicesLive = Layer.unwrap(
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const migrator = yield* Migrator
+    return SecretRotation.layer({ ...config.secretRotation, ready: migrator.awaitReady })
+  })
+).pipe(
+  Layer.provideMerge(
+    Layer.mergeAll(
+      OrganizationsRepo.layer,
+      GithubAppsRepo.layer,
+      OrganizationSecretsRepo.layer,
+      SecretRotationRepo.layer
+    )
+  ),
+  Layer.provideMerge(Secrets.layer)
 )
 
 /** Serves `routes` (production: `ApiRoutes`); needs the Migrator, AppConfig, SqlClient and an HttpServer. */
@@ -76,6 +105,7 @@ const Announce = Layer.effectDiscard(
 
 export const ServerLive = Announce.pipe(
   Layer.provideMerge(HttpLive(ApiRoutes)),
+  Layer.provideMerge(AppServicesLive),
   Layer.provideMerge(StorageLive),
   Layer.provide(NodeServerLive),
   Layer.provideMerge(Migrator.layer),

@@ -2,8 +2,15 @@
  * The whole HTTP contract of Bosun: every group the server serves and the dashboard calls.
  */
 import { HttpApi } from "effect/http-api"
+import { GithubAppApi } from "./GithubAppApi.ts"
 import { HealthApi } from "./HealthApi.ts"
 import { InstanceApi } from "./InstanceApi.ts"
 import { RequestValidation } from "./Middleware.ts"
+import { SecretRotationsApi } from "./SecretRotationsApi.ts"
 
-export class BosunApi extends HttpApi.make("bosun").add(HealthApi).add(InstanceApi).middleware(RequestValidation) {}
+export class BosunApi extends HttpApi.make("bosun")
+  .add(HealthApi)
+  .add(InstanceApi)
+  .add(GithubAppApi)
+  .add(SecretRotationsApi)
+  .middleware(RequestValidation) {}

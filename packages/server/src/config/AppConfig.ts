@@ -5,7 +5,7 @@
  */
 
 import { fileURLToPath } from "node:url"
-import { Config, Context, Duration, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { Config, ConfigProvider, Context, Duration, Effect, Layer, Option, Redacted, Schema } from "effect"
 
 const MasterKeyPattern = /^[A-Za-z0-9+/]{43}=$/
 
@@ -89,6 +89,10 @@ export interface AppSettings {
     readonly grace: Duration.Duration
     readonly resendAfter: Duration.Duration
   }
+  readonly secretRotation: {
+    readonly lease: Duration.Duration
+    readonly pollInterval: Duration.Duration
+  }
 }
 
 const duration = (name: string, fallback: Duration.Duration) => Config.Duration(name).pipe(Config.withDefault(fallback))
@@ -111,13 +115,26 @@ const masterKeyConfig: Config.Config<Option.Option<MasterKeySettings>> = Config.
   version: Config.schema(KeyVersionString, "BOSUN_MASTER_KEY_VERSION").pipe(Config.withDefault("1")),
   previous: Config.schema(PreviousKeysJson, "BOSUN_PREVIOUS_MASTER_KEYS").pipe(Config.withDefault({}))
 }).pipe(
-  Config.map(({ key, version, previous }) =>
-    Option.map(key, (key) => ({
-      key: Redacted.make(key),
-      version: Number(version),
-      previous: new Map(Object.entries(previous).map(([v, k]) => [Number(v), Redacted.make(k)] as const))
-    }))
-  )
+  Config.mapEffect(({ key, version, previous }) => {
+    // Spec: Limits, "version an integer greater than the previous active version".
+    const active = Number(version)
+    const clash = Object.keys(previous).find((v) => Number(v) >= active)
+    return clash === undefined
+      ? Effect.succeed(
+          Option.map(key, (key) => ({
+            key: Redacted.make(key),
+            version: active,
+            previous: new Map(Object.entries(previous).map(([v, k]) => [Number(v), Redacted.make(k)] as const))
+          }))
+        )
+      : Effect.fail(
+          new Config.ConfigError(
+            new ConfigProvider.SourceError({
+              message: `BOSUN_PREVIOUS_MASTER_KEYS: version ${clash} is not below the active BOSUN_MASTER_KEY_VERSION ${active}; every previous key must have a lower version`
+            })
+          )
+        )
+  })
 )
 
 export const appConfig: Config.Config<AppSettings> = Config.all({
@@ -142,6 +159,10 @@ export const appConfig: Config.Config<AppSettings> = Config.all({
     relayInterval: duration("BOSUN_OUTBOX_RELAY_INTERVAL", Duration.seconds(5)),
     grace: duration("BOSUN_OUTBOX_GRACE", Duration.seconds(10)),
     resendAfter: duration("BOSUN_OUTBOX_RESEND_AFTER", Duration.minutes(15))
+  }),
+  secretRotation: Config.all({
+    lease: duration("BOSUN_SECRET_ROTATION_LEASE", Duration.seconds(30)),
+    pollInterval: duration("BOSUN_SECRET_ROTATION_POLL_INTERVAL", Duration.seconds(5))
   })
 }).pipe(
   Config.map(({ baseUrl, ...rest }) => ({

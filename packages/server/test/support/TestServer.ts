@@ -3,17 +3,19 @@
  * the log lines captured. Tests may add routes of their own next to `ApiRoutes`.
  */
 
+import { randomBytes } from "node:crypto"
 import { createServer } from "node:http"
 import { fileURLToPath } from "node:url"
 import { LogCapture, TestDatabase } from "@bosun/testing"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Context, Duration, Effect, Layer, Option } from "effect"
+import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import { NetAddress } from "effect/net"
-import { AppConfig, type AppSettings } from "../../src/config/AppConfig.ts"
+import { AppConfig, type AppSettings, type MasterKeySettings } from "../../src/config/AppConfig.ts"
+import { InstanceSecrets } from "../../src/config/InstanceSecrets.ts"
 import { ApiRoutes } from "../../src/http/HttpApp.ts"
 import { Migrator } from "../../src/persistence/Migrator.ts"
-import { HttpLive } from "../../src/Server.ts"
+import { AppServicesLive, HttpLive } from "../../src/Server.ts"
 
 export const migrationsDir = fileURLToPath(new URL("../../../../sql/", import.meta.url))
 
@@ -36,23 +38,56 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
     pollInterval: Duration.millis(100)
   },
   outbox: { relayInterval: Duration.millis(200), grace: Duration.millis(300), resendAfter: Duration.minutes(15) },
+  secretRotation: { lease: Duration.seconds(2), pollInterval: Duration.millis(200) },
   ...overrides
 })
+
+/** The bootstrap token every test server accepts. */
+export const TEST_BOOTSTRAP_TOKEN = "test-bootstrap-token-0123456789abcdef"
+
+/** A fresh random master key as `BOSUN_MASTER_KEY` would hold it. */
+export const generateMasterKey = () => randomBytes(32).toString("base64")
+
+export interface TestSecretsOptions {
+  readonly masterKey?: MasterKeySettings
+  /** `null`: no bootstrap token configured. */
+  readonly bootstrapToken?: string | null
+}
+
+/** The instance secrets of a test server: a fresh master key (version 1) unless given. */
+export const layerTestSecrets = (options: TestSecretsOptions = {}) =>
+  Layer.sync(InstanceSecrets, () =>
+    InstanceSecrets.of({
+      masterKey: options.masterKey ?? { key: Redacted.make(generateMasterKey()), version: 1, previous: new Map() },
+      bootstrapToken:
+        options.bootstrapToken === null
+          ? Option.none()
+          : Option.some(Redacted.make(options.bootstrapToken ?? TEST_BOOTSTRAP_TOKEN)),
+      embedded: Option.none()
+    })
+  )
 
 /** The server's HTTP stack with `extra` routes beside the API; needs a `SqlClient`. */
 export const layerHttp = <A = never, E = never, R = never>(options: {
   readonly extra?: Layer.Layer<A, E, R>
   readonly settings?: Partial<AppSettings>
+  readonly secrets?: TestSecretsOptions
 }) =>
   HttpLive(options.extra ? Layer.mergeAll(ApiRoutes, options.extra) : ApiRoutes).pipe(
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
+    Layer.provideMerge(AppServicesLive),
     Layer.provideMerge(Migrator.layer),
+    Layer.provideMerge(layerTestSecrets(options.secrets)),
     Layer.provide(Layer.succeed(AppConfig, AppConfig.of(testSettings(options.settings))))
   )
 
 /** The whole test server: HTTP stack, fresh database, captured logs; ready once migrations are applied. */
 export const layerTestServer = <A = never, E = never, R = never>(
-  options: { readonly extra?: Layer.Layer<A, E, R>; readonly settings?: Partial<AppSettings> } = {}
+  options: {
+    readonly extra?: Layer.Layer<A, E, R>
+    readonly settings?: Partial<AppSettings>
+    readonly secrets?: TestSecretsOptions
+  } = {}
 ) =>
   layerHttp(options).pipe(
     Layer.tap((context) => Context.get(context, Migrator).awaitReady),

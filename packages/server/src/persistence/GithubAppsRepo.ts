@@ -1,0 +1,75 @@
+/**
+ * The GitHub App configuration of each organization (spec: Bootstrap-token endpoints,
+ * Authentication 5). The three credentials are sealed here, bound to their row, and opened only
+ * for the provider client that signs GitHub requests; they are never returned by the API.
+ */
+import { Context, Effect, Layer, Option, type Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+import { Secrets, type SecretsError } from "../crypto/Secrets.ts"
+
+export interface GithubAppCredentials {
+  readonly githubAppId: number
+  readonly slug: string
+  readonly clientId: string
+  readonly clientSecret: Redacted.Redacted<string>
+  readonly privateKey: Redacted.Redacted<string>
+  readonly webhookSecret: Redacted.Redacted<string>
+}
+
+const place = (organizationId: string, column: string) => ({ table: "github_apps", column, rowId: organizationId })
+
+export class GithubAppsRepo extends Context.Service<
+  GithubAppsRepo,
+  {
+    /** Creates or replaces the organization's App configuration, sealing its credentials. */
+    readonly upsert: (organizationId: string, app: GithubAppCredentials) => Effect.Effect<void>
+    readonly find: (organizationId: string) => Effect.Effect<Option.Option<GithubAppCredentials>, SecretsError>
+  }
+>()("bosun/server/persistence/GithubAppsRepo") {
+  static readonly layer = Layer.effect(
+    GithubAppsRepo,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const secrets = yield* Secrets
+
+      const upsert = Effect.fn("GithubAppsRepo.upsert")(function* (organizationId: string, app: GithubAppCredentials) {
+        const clientSecret = yield* secrets.seal(app.clientSecret, place(organizationId, "client_secret"))
+        const privateKey = yield* secrets.seal(app.privateKey, place(organizationId, "private_key"))
+        const webhookSecret = yield* secrets.seal(app.webhookSecret, place(organizationId, "webhook_secret"))
+        yield* sql`
+          INSERT INTO github_apps
+            (organization_id, github_app_id, slug, client_id, client_secret, private_key, webhook_secret)
+          VALUES (${organizationId}, ${app.githubAppId}, ${app.slug}, ${app.clientId},
+                  ${clientSecret}, ${privateKey}, ${webhookSecret})
+          ON CONFLICT (organization_id) DO UPDATE SET
+            github_app_id = excluded.github_app_id, slug = excluded.slug, client_id = excluded.client_id,
+            client_secret = excluded.client_secret, private_key = excluded.private_key,
+            webhook_secret = excluded.webhook_secret, updated_at = now()`.pipe(Effect.orDie)
+      })
+
+      const find = Effect.fn("GithubAppsRepo.find")(function* (organizationId: string) {
+        const [row] = yield* sql<{
+          github_app_id: string
+          slug: string
+          client_id: string
+          client_secret: Uint8Array
+          private_key: Uint8Array
+          webhook_secret: Uint8Array
+        }>`
+          SELECT github_app_id::text AS github_app_id, slug, client_id, client_secret, private_key, webhook_secret
+          FROM github_apps WHERE organization_id = ${organizationId}`.pipe(Effect.orDie)
+        if (row === undefined) return Option.none()
+        return Option.some({
+          githubAppId: Number(row.github_app_id),
+          slug: row.slug,
+          clientId: row.client_id,
+          clientSecret: yield* secrets.open(row.client_secret, place(organizationId, "client_secret")),
+          privateKey: yield* secrets.open(row.private_key, place(organizationId, "private_key")),
+          webhookSecret: yield* secrets.open(row.webhook_secret, place(organizationId, "webhook_secret"))
+        })
+      })
+
+      return GithubAppsRepo.of({ upsert, find })
+    })
+  )
+}
