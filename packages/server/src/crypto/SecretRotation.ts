@@ -167,6 +167,7 @@ export class SecretRotation extends Context.Service<
             const claimed = yield* repo.claim(owner, settings.lease)
             if (Option.isNone(claimed)) return
             yield* processRun(claimed.value).pipe(
+              Effect.onInterrupt(() => repo.release(claimed.value.id, owner)),
               Effect.catchTag("LeaseLost", () =>
                 Effect.logWarning("secret_rotation_lease_lost").pipe(
                   Effect.annotateLogs({ rotation_id: claimed.value.id })

@@ -9,7 +9,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Option, type Redacted } from "effect"
 import { AppConfig } from "../config/AppConfig.ts"
 import { InstanceSecrets, StartupError } from "../config/InstanceSecrets.ts"
-import { EmbeddedPostgres } from "./EmbeddedPostgres.ts"
+import { EmbeddedPostgres, embeddedUrl, runningPort } from "./EmbeddedPostgres.ts"
 
 /** A pool of `maxConnections` on `url`. */
 export const layerPool = (url: Redacted.Redacted<string>, maxConnections: number) =>
@@ -34,5 +34,21 @@ export const DatabaseLive = Layer.unwrap(
       })
     )
     return pool.pipe(Layer.provideMerge(embedded))
+  })
+)
+
+/**
+ * For the `bosun` CLI: like `DatabaseLive`, except that on the embedded default it connects to
+ * the Postgres a running server already holds on `BOSUN_DATA_DIR/pg` (two postmasters cannot
+ * share one data directory), and starts it only when no server is running.
+ */
+export const DatabaseCliLive = Layer.unwrap(
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    if (Option.isSome(config.databaseUrl)) return DatabaseLive
+    const secrets = yield* InstanceSecrets
+    const port = yield* runningPort(path.join(config.dataDir, "pg"))
+    if (Option.isNone(port) || Option.isNone(secrets.embedded)) return DatabaseLive
+    return layerPool(embeddedUrl(secrets.embedded.value.postgresPassword, port.value), 2)
   })
 )

@@ -15,7 +15,7 @@ import * as fs from "node:fs/promises"
 import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
-import { Context, Data, Duration, Effect, Layer, Redacted, Schedule } from "effect"
+import { Context, Data, Duration, Effect, Layer, Option, Redacted, Schedule } from "effect"
 
 export class EmbeddedPostgresError extends Data.TaggedError("EmbeddedPostgresError")<{
   readonly message: string
@@ -225,6 +225,24 @@ const stopOrphan = Effect.fn("EmbeddedPostgres.stopOrphan")(function* (dataDir: 
   yield* waitUntil(() => !isAlive(pid), Duration.seconds(15))
 })
 
+/**
+ * The port of a postmaster that a live Bosun server runs on this data directory, if any: the
+ * operator CLI connects to it instead of starting a second Postgres on the same directory.
+ * `postmaster.pid` holds the pid on its first line and the port on its fourth.
+ */
+export const runningPort = Effect.fn("EmbeddedPostgres.runningPort")(function* (dataDir: string) {
+  const pidFile = yield* Effect.promise(() =>
+    fs.readFile(path.join(path.resolve(dataDir), "postmaster.pid"), "utf8").catch(() => "")
+  )
+  const lines = pidFile.split("\n")
+  const pid = Number(lines[0])
+  const port = Number(lines[3])
+  if (!Number.isInteger(pid) || pid <= 0 || !isAlive(pid) || !Number.isInteger(port) || port <= 0) {
+    return Option.none<number>()
+  }
+  return Option.some(port)
+})
+
 /** Polls a condition every 50 ms until it holds or the deadline passes (then it just returns). */
 const waitUntil = (condition: () => boolean, deadline: Duration.Duration) =>
   Effect.suspend(() => (condition() ? Effect.void : Effect.fail("pending" as const))).pipe(
@@ -314,6 +332,10 @@ const stop = (child: ChildProcess) =>
     child.kill("SIGINT")
   })
 
+/** The URL of the embedded cluster's `postgres` database on loopback `port`. */
+export const embeddedUrl = (password: Redacted.Redacted<string>, port: number) =>
+  Redacted.make(`postgres://postgres:${encodeURIComponent(Redacted.value(password))}@127.0.0.1:${port}/postgres`)
+
 export class EmbeddedPostgres extends Context.Service<EmbeddedPostgres, EmbeddedPostgresShape>()(
   "bosun/server/persistence/EmbeddedPostgres"
 ) {
@@ -332,11 +354,7 @@ export class EmbeddedPostgres extends Context.Service<EmbeddedPostgres, Embedded
         }
         const port = options.port ?? (yield* freePort)
         yield* Effect.acquireRelease(start(bin, dataDir, port, user), stop)
-        const password = encodeURIComponent(Redacted.value(options.password))
-        return EmbeddedPostgres.of({
-          port,
-          url: Redacted.make(`postgres://postgres:${password}@127.0.0.1:${port}/postgres`)
-        })
+        return EmbeddedPostgres.of({ port, url: embeddedUrl(options.password, port) })
       })
     )
 }

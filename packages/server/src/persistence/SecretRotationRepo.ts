@@ -76,6 +76,8 @@ export class SecretRotationRepo extends Context.Service<
       owner: string,
       outcome: { readonly status: SecretRotationStatus; readonly remaining: number; readonly error: string | null }
     ) => Effect.Effect<void, LeaseLost>
+    /** Gives the lease up at once (a worker stopping), so another worker resumes without waiting. */
+    readonly release: (runId: string, owner: string) => Effect.Effect<void>
     /** Envelope counts over every sealed column: all of them, and those not under `keyVersion`. */
     readonly count: (
       columns: ReadonlyArray<SealedColumn>,
@@ -185,6 +187,11 @@ export class SecretRotationRepo extends Context.Service<
         if (rows.length === 0) return yield* new LeaseLost({ runId })
       })
 
+      const release = Effect.fn("SecretRotationRepo.release")(function* (runId: string, owner: string) {
+        yield* sql`UPDATE secret_rotations SET lease_expires_at = now()
+                   WHERE id = ${runId} AND lease_owner = ${owner} AND status = 'RUNNING'`.pipe(Effect.orDie)
+      })
+
       const count = Effect.fn("SecretRotationRepo.count")(function* (
         sealed: ReadonlyArray<SealedColumn>,
         keyVersion: number
@@ -255,7 +262,18 @@ export class SecretRotationRepo extends Context.Service<
           .pipe(Effect.catchTag("SqlError", Effect.die))
       })
 
-      return SecretRotationRepo.of({ create, find, active, claim, begin, finish, count, readBatch, commitBatch })
+      return SecretRotationRepo.of({
+        create,
+        find,
+        active,
+        claim,
+        begin,
+        finish,
+        release,
+        count,
+        readBatch,
+        commitBatch
+      })
     })
   )
 }

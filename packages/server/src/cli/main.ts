@@ -1,0 +1,66 @@
+#!/usr/bin/env node
+/**
+ * The `bosun` operator command (`npm run bosun -- <command>`, or the `bosun` bin of the server
+ * package). It reads the same configuration as the server and uses the same services on the
+ * same database: on the embedded default it connects to the Postgres of a running server, or
+ * starts it when none runs. Log records go to stderr as JSON (warnings and errors only), so
+ * stdout carries only what a command prints.
+ */
+import { NodeRuntime, NodeServices } from "@effect/platform-node"
+import { Cause, Context, Effect, Exit, Layer, References } from "effect"
+import { CliError, Command } from "effect/cli"
+import { AppConfig } from "../config/AppConfig.ts"
+import { InstanceSecrets } from "../config/InstanceSecrets.ts"
+import { describeStartupFailure } from "../config/StartupFailure.ts"
+import { layerJsonLogger } from "../observability/JsonLogger.ts"
+import { DatabaseCliLive } from "../persistence/Database.ts"
+import { Migrator } from "../persistence/Migrator.ts"
+import { AppServicesLive } from "../Server.ts"
+import { BOSUN_VERSION } from "../Version.ts"
+import { CliFailure } from "./CliFailure.ts"
+import { keys } from "./commands/keys.ts"
+import { secrets } from "./commands/secrets.ts"
+
+/** What the database commands use: the server's services, migrations applied first. */
+const ServicesLive = AppServicesLive.pipe(
+  Layer.provideMerge(Migrator.layer),
+  Layer.tap((context) => Context.get(context, Migrator).awaitReady),
+  Layer.provide(DatabaseCliLive),
+  Layer.provideMerge(InstanceSecrets.layer),
+  Layer.provideMerge(AppConfig.layer)
+)
+
+const bosun = Command.make("bosun").pipe(
+  Command.withDescription("Bosun operator commands"),
+  Command.withSubcommands([keys, secrets.pipe(Command.provide(ServicesLive))])
+)
+
+/** The line a failure prints: none for parse errors and help, which the CLI has already shown. */
+const failureMessage = (cause: Cause.Cause<unknown>): string | undefined => {
+  const failure = cause.reasons.find(Cause.isFailReason)?.error
+  if (failure instanceof CliFailure) return failure.message
+  if (CliError.isCliError(failure)) return undefined
+  return describeStartupFailure(cause)
+}
+
+Command.run(bosun, { version: BOSUN_VERSION }).pipe(
+  Effect.catchCause((cause) =>
+    Cause.hasInterruptsOnly(cause)
+      ? Effect.void
+      : Effect.sync(() => {
+          const failure = cause.reasons.find(Cause.isFailReason)?.error
+          const message = failureMessage(cause)
+          if (message !== undefined) process.stderr.write(`bosun: ${message}\n`)
+          // `--help` is a ShowHelp without errors: a success.
+          process.exitCode = failure instanceof CliError.ShowHelp && failure.errors.length === 0 ? 0 : 1
+        })
+  ),
+  Effect.provide(NodeServices.layer),
+  Effect.provide(layerJsonLogger((line) => process.stderr.write(`${line}\n`))),
+  Effect.provideService(References.MinimumLogLevel, "Warn"),
+  NodeRuntime.runMain({
+    disableErrorReporting: true,
+    teardown: (exit, onExit) =>
+      onExit(Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause) ? Number(process.exitCode ?? 0) : 1)
+  })
+)
