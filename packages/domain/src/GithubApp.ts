@@ -10,7 +10,7 @@ const Required = (max: number) => Schema.String.check(Schema.isMinLength(1), Sch
 /** A PEM block of a private key; the server checks that it really is an RSA key. */
 export const PrivateKeyPem = Schema.String.check(
   Schema.isMaxLength(16_384),
-  Schema.isPattern(/-----BEGIN (RSA )?PRIVATE KEY-----[\s\S]+-----END (RSA )?PRIVATE KEY-----/, {
+  Schema.isPattern(/^\s*-----BEGIN (RSA )?PRIVATE KEY-----[A-Za-z0-9+/=\s]+-----END (RSA )?PRIVATE KEY-----\s*$/, {
     message: "must be a PEM-encoded RSA private key"
   })
 )

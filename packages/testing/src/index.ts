@@ -1,5 +1,6 @@
 export * from "./Eventually.ts"
 export * from "./LogCapture.ts"
 export * from "./Provided.ts"
+export * from "./SealedFixtures.ts"
 export * from "./TestDatabase.ts"
 export * from "./TestRedis.ts"

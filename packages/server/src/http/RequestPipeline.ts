@@ -80,6 +80,27 @@ const statusText: Record<number, string> = {
   503: "service_unavailable"
 }
 
+const statusMessage: Record<number, string> = {
+  405: "This method is not allowed on this path",
+  413: "The request body is too large",
+  415: "The request body must be JSON (Content-Type: application/json)"
+}
+
+/**
+ * A library answered an error status without our envelope (e.g. the `HttpApi` payload decoder's
+ * 415 in text/plain for a body that is not JSON): the client gets the envelope all the same.
+ */
+const withEnvelope = (response: HttpServerResponse.HttpServerResponse): HttpServerResponse.HttpServerResponse => {
+  if (response.status < 400 || response.status === 499) return response
+  const contentType = response.body._tag === "Empty" ? undefined : response.body.contentType
+  if (contentType?.includes("json")) return response
+  return errorResponse(
+    response.status,
+    statusText[response.status] ?? "request_failed",
+    statusMessage[response.status] ?? "The request could not be processed"
+  )
+}
+
 const internal = (cause: Cause.Cause<unknown>): Outcome => ({
   response: errorResponse(500, ErrorCodes.internal, "Internal server error"),
   defect: cause
@@ -205,7 +226,7 @@ export const RequestPipelineLayer = HttpRouter.middleware(
             : httpEffect
         return Effect.provideService(
           Effect.matchCauseEffect(handled, {
-            onSuccess: (response) => finish({ response }),
+            onSuccess: (response) => finish({ response: withEnvelope(response) }),
             onFailure: (cause) => Effect.flatMap(outcomeOf(cause), finish)
           }),
           RequestContext,

@@ -218,13 +218,13 @@ export class SecretRotationRepo extends Context.Service<
       ) {
         const id = sql(column.idColumn)
         const value = sql(column.column)
-        const after = afterId === null ? sql`TRUE` : sql`${id}::text COLLATE "C" > ${afterId}`
+        const after = afterId === null ? sql`TRUE` : sql`${id}::text > ${afterId}`
         const version =
           notUnder === undefined ? sql`TRUE` : sql`substring(${value} from 2 for 4) <> ${keyVersionBytes(notUnder)}`
         return yield* sql<SealedRow>`
           SELECT ${id}::text AS id, ${value} AS envelope FROM ${sql(column.table)}
           WHERE ${value} IS NOT NULL AND ${after} AND ${version}
-          ORDER BY ${id}::text COLLATE "C" LIMIT ${limit}`.pipe(Effect.orDie)
+          ORDER BY ${id}::text LIMIT ${limit}`.pipe(Effect.orDie)
       })
 
       const commitBatch = Effect.fn("SecretRotationRepo.commitBatch")(function* (

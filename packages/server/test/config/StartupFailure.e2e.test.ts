@@ -13,6 +13,19 @@ const startWith = (env: Record<string, string>) =>
     return { code, stderr: server.stderr(), stdout: server.stdout() }
   })
 
+/** A setting and, when it is a JSON object (the previous keys), each value inside it: each may be a secret. */
+const withEmbeddedValues = (value: string): ReadonlyArray<string> => {
+  try {
+    const parsed: unknown = JSON.parse(value)
+    if (typeof parsed === "object" && parsed !== null) {
+      return [value, ...Object.values(parsed).filter((v): v is string => typeof v === "string")]
+    }
+  } catch {
+    // Not JSON: the value alone.
+  }
+  return [value]
+}
+
 describe("start-up refusals", () => {
   const cases: ReadonlyArray<readonly [string, Record<string, string>, string]> = [
     [
@@ -37,6 +50,22 @@ describe("start-up refusals", () => {
     ["a base URL that is not a URL", { BOSUN_BASE_URL: "not a url" }, "BOSUN_BASE_URL"],
     ["a gate wait that is not a duration", { BOSUN_MIGRATION_GATE_WAIT: "soon" }, "BOSUN_MIGRATION_GATE_WAIT"],
     [
+      "a previous key whose version is not below the active one",
+      {
+        BOSUN_MASTER_KEY_VERSION: "2",
+        BOSUN_PREVIOUS_MASTER_KEYS: JSON.stringify({ "2": Buffer.alloc(32, 11).toString("base64") })
+      },
+      "BOSUN_PREVIOUS_MASTER_KEYS: version 2 is not below"
+    ],
+    [
+      "a previous key whose version is above the active one",
+      {
+        BOSUN_MASTER_KEY_VERSION: "1",
+        BOSUN_PREVIOUS_MASTER_KEYS: JSON.stringify({ "3": Buffer.alloc(32, 13).toString("base64") })
+      },
+      "BOSUN_PREVIOUS_MASTER_KEYS: version 3 is not below"
+    ],
+    [
       "DATABASE_URL without a master key",
       { DATABASE_URL: "postgres://bosun@127.0.0.1:1/bosun" },
       "BOSUN_MASTER_KEY: required when DATABASE_URL is set"
@@ -52,7 +81,7 @@ describe("start-up refusals", () => {
         assert.match(lines[0] ?? "", /^bosun: /)
         assert.include(lines[0], expected)
         assert.notInclude(stderr, "    at ")
-        for (const value of Object.values(env)) {
+        for (const value of Object.values(env).flatMap(withEmbeddedValues)) {
           if (value.length >= 2 && !expected.includes(value)) assert.notInclude(stderr, value)
         }
         assert.strictEqual(stdout, "")

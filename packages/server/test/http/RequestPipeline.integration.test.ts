@@ -267,6 +267,25 @@ layer(Server, { excludeTestServices: true })("request pipeline", (it) => {
         assert.isString(body.error.message)
       })
     )
+
+    it.effect("answers a body that is not JSON with 415 and the envelope, not the library's plain text", () =>
+      Effect.gen(function* () {
+        const response = yield* request("/api/v1/probe/items", {
+          method: "POST",
+          headers: { "content-type": "text/plain" },
+          body: "name=plain-body-secret-5e&enabled=true"
+        })
+        assert.strictEqual(response.status, 415)
+        assert.include(response.headers.get("content-type") ?? "", "application/json")
+        assert.deepStrictEqual(response.json, {
+          error: {
+            code: "unsupported_media_type",
+            message: "The request body must be JSON (Content-Type: application/json)"
+          }
+        })
+        assert.match(response.headers.get("x-request-id") ?? "", RequestIdPattern)
+      })
+    )
   })
 
   describe("http_request log line", () => {
