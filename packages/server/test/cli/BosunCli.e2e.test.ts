@@ -1,0 +1,155 @@
+/**
+ * The `bosun` operator command as a process (README: Operator CLI; spec: Secret-rotation
+ * procedure 4-7): `keys generate`, `secrets rotate` with and without `--dry-run`, and
+ * `secrets status`, on the same database and configuration the server uses.
+ */
+import { execFile } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import { fileURLToPath } from "node:url"
+import { LogCapture, seedOrganizationSecrets, TestDatabase } from "@bosun/testing"
+import { assert, layer } from "@effect/vitest"
+import { Context, Effect, Layer, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+import { AppConfig } from "../../src/config/AppConfig.ts"
+import { Migrator } from "../../src/persistence/Migrator.ts"
+import { AppServicesLive } from "../../src/Server.ts"
+import { cleanEnv } from "../support/Process.ts"
+import { layerTestSecrets, testSettings } from "../support/TestServer.ts"
+
+const cliScript = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url))
+
+interface CliResult {
+  readonly code: number
+  readonly stdout: string
+  readonly stderr: string
+}
+
+const bosun = (args: ReadonlyArray<string>, env: Record<string, string>) =>
+  Effect.callback<CliResult>((resume) => {
+    execFile(
+      process.execPath,
+      [cliScript, ...args],
+      { env: cleanEnv(env), timeout: 60_000 },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === "number" ? error.code : -1
+        resume(Effect.succeed({ code, stdout, stderr }))
+      }
+    )
+  })
+
+const oldKey = randomBytes(32).toString("base64")
+const nextKey = randomBytes(32).toString("base64")
+
+/** The server's services under key version 1, migrations applied. */
+const servicesV1 = AppServicesLive.pipe(
+  Layer.provideMerge(Migrator.layer),
+  Layer.tap((context) => Context.get(context, Migrator).awaitReady),
+  Layer.provideMerge(layerTestSecrets({ masterKey: { key: Redacted.make(oldKey), version: 1, previous: new Map() } })),
+  Layer.provide(Layer.succeed(AppConfig, AppConfig.of(testSettings())))
+)
+
+const seed = seedOrganizationSecrets("org-cli", 60).pipe(Effect.provide(servicesV1))
+
+layer(Layer.mergeAll(TestDatabase.layer, LogCapture.layer), { excludeTestServices: true })("bosun CLI", (it) => {
+  it.effect("keys generate prints a fresh base64 key of 32 bytes", () =>
+    Effect.gen(function* () {
+      const first = yield* bosun(["keys", "generate"], {})
+      const second = yield* bosun(["keys", "generate"], {})
+      assert.strictEqual(first.code, 0)
+      assert.match(first.stdout, /^[A-Za-z0-9+/]{43}=\n$/)
+      assert.strictEqual(Buffer.from(first.stdout.trim(), "base64").length, 32)
+      assert.notStrictEqual(first.stdout, second.stdout)
+    })
+  )
+
+  it.effect(
+    "secrets rotate: a dry run without the old key fails with exit 1, the real run with it succeeds, status reads it back",
+    () =>
+      Effect.gen(function* () {
+        const database = yield* TestDatabase
+        yield* seed
+        const base = {
+          DATABASE_URL: database.url,
+          BOSUN_DATA_DIR: "/nonexistent/never-created",
+          BOSUN_MASTER_KEY: nextKey,
+          BOSUN_MASTER_KEY_VERSION: "2"
+        }
+
+        const missing = yield* bosun(["secrets", "rotate", "--dry-run"], base)
+        assert.strictEqual(missing.code, 1, missing.stderr)
+        const failed = JSON.parse(missing.stdout) as Record<string, unknown>
+        assert.strictEqual(failed.status, "FAILED")
+        assert.strictEqual(failed.dry_run, true)
+        assert.strictEqual(failed.total_secrets, 60)
+        assert.strictEqual(failed.failed_secrets, 60)
+        assert.strictEqual(failed.processed_secrets, 0)
+        assert.match(missing.stderr.trimEnd().split("\n").at(-1) ?? "", /^bosun: FAILED: 60 envelope\(s\) did not open/)
+        assert.notInclude(missing.stderr, nextKey)
+
+        const withRing = { ...base, BOSUN_PREVIOUS_MASTER_KEYS: JSON.stringify({ "1": oldKey }) }
+        const rotated = yield* bosun(["secrets", "rotate", "--batch-size", "7"], withRing)
+        assert.strictEqual(rotated.code, 0, rotated.stderr)
+        const run = JSON.parse(rotated.stdout) as Record<string, unknown>
+        assert.deepStrictEqual(
+          {
+            status: run.status,
+            dry_run: run.dry_run,
+            batch_size: run.batch_size,
+            target_key_version: run.target_key_version,
+            total_secrets: run.total_secrets,
+            processed_secrets: run.processed_secrets,
+            remaining: run.remaining,
+            failed_secrets: run.failed_secrets
+          },
+          {
+            status: "SUCCEEDED",
+            dry_run: false,
+            batch_size: 7,
+            target_key_version: 2,
+            total_secrets: 60,
+            processed_secrets: 60,
+            remaining: 0,
+            failed_secrets: 0
+          }
+        )
+        assert.include(rotated.stderr, "100% SUCCEEDED")
+        assert.notInclude(rotated.stderr, oldKey)
+
+        // Verification dry run: the old key is no longer needed.
+        const verify = yield* bosun(["secrets", "rotate", "--dry-run"], base)
+        assert.strictEqual(verify.code, 0, verify.stderr)
+        const report = JSON.parse(verify.stdout) as Record<string, unknown>
+        assert.strictEqual(report.status, "SUCCEEDED")
+        assert.strictEqual(report.remaining, 0)
+        assert.strictEqual(report.failed_secrets, 0)
+
+        const status = yield* bosun(["secrets", "status", String(run.id)], base)
+        assert.strictEqual(status.code, 0, status.stderr)
+        assert.deepStrictEqual(JSON.parse(status.stdout), run)
+
+        const unknown = yield* bosun(["secrets", "status", "no-such-run"], base)
+        assert.strictEqual(unknown.code, 1)
+        assert.strictEqual(unknown.stdout, "")
+        assert.include(unknown.stderr, "bosun: no secret rotation has the id no-such-run")
+      }),
+    120_000
+  )
+
+  it.effect("secrets rotate rejects a batch size outside 1..200 with exit 1 and queues nothing", () =>
+    Effect.gen(function* () {
+      const database = yield* TestDatabase
+      const sql = yield* SqlClient.SqlClient
+      yield* Effect.provide(Effect.void, servicesV1)
+      const [before] = yield* sql<{ n: string }>`SELECT count(*)::text AS n FROM secret_rotations`
+      const result = yield* bosun(["secrets", "rotate", "--batch-size", "201"], {
+        DATABASE_URL: database.url,
+        BOSUN_MASTER_KEY: nextKey,
+        BOSUN_MASTER_KEY_VERSION: "2"
+      })
+      assert.strictEqual(result.code, 1)
+      assert.include(result.stderr, "--batch-size")
+      const [after] = yield* sql<{ n: string }>`SELECT count(*)::text AS n FROM secret_rotations`
+      assert.strictEqual(after?.n, before?.n)
+    })
+  )
+})
