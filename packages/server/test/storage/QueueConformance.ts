@@ -174,36 +174,40 @@ export const queueConformance = <E>(name: string, queues: Layer.Layer<Queues | S
       })
     )
 
-    it.effect("moves 20,000 messages from 8 producers through 4 consumers, finishing each exactly once", () =>
-      Effect.gen(function* () {
-        const queues = yield* Queues
-        const sql = yield* SqlClient.SqlClient
-        yield* sql`CREATE TABLE IF NOT EXISTS queue_ledger (id text PRIMARY KEY, times int NOT NULL)`.pipe(Effect.orDie)
-        const ledger = (m: QueueMessage) =>
-          sql`INSERT INTO queue_ledger (id, times) VALUES (${m.body}, 1)
+    it.effect(
+      "moves 20,000 messages from 8 producers through 4 consumers, finishing each exactly once",
+      () =>
+        Effect.gen(function* () {
+          const queues = yield* Queues
+          const sql = yield* SqlClient.SqlClient
+          yield* sql`CREATE TABLE IF NOT EXISTS queue_ledger (id text PRIMARY KEY, times int NOT NULL)`.pipe(
+            Effect.orDie
+          )
+          const ledger = (m: QueueMessage) =>
+            sql`INSERT INTO queue_ledger (id, times) VALUES (${m.body}, 1)
               ON CONFLICT (id) DO UPDATE SET times = queue_ledger.times + 1`.pipe(Effect.orDie)
-        for (let c = 0; c < 4; c++) yield* consumeInBackground("bosun-inbox", ledger, 8)
-        const perProducer = 2_500
-        yield* Effect.all(
-          Array.from({ length: 8 }, (_, p) =>
-            Effect.forEach(
-              Array.from({ length: perProducer }, (_, i) => `p${p}-m${i}`),
-              (body) => queues.send("bosun-inbox", body),
-              { concurrency: 16, discard: true }
-            )
-          ),
-          { concurrency: 8, discard: true }
-        )
-        const counted = sql<{ n: number; max: number | null }>`
+          for (let c = 0; c < 4; c++) yield* consumeInBackground("bosun-inbox", ledger, 8)
+          const perProducer = 2_500
+          yield* Effect.all(
+            Array.from({ length: 8 }, (_, p) =>
+              Effect.forEach(
+                Array.from({ length: perProducer }, (_, i) => `p${p}-m${i}`),
+                (body) => queues.send("bosun-inbox", body),
+                { concurrency: 16, discard: true }
+              )
+            ),
+            { concurrency: 8, discard: true }
+          )
+          const counted = sql<{ n: number; max: number | null }>`
           SELECT count(*)::int AS n, max(times)::int AS max FROM queue_ledger`.pipe(
-          Effect.map((rows) => rows[0] ?? { n: 0, max: null }),
-          Effect.orDie
-        )
-        const final = yield* Effect.orDie(eventually(counted, (r) => r.n === 20_000, Duration.seconds(150)))
-        assert.strictEqual(final.n, 20_000)
-        assert.strictEqual(final.max, 1)
-        assert.strictEqual(yield* queues.deadLetters.count("bosun-inbox"), 0)
-      }),
+            Effect.map((rows) => rows[0] ?? { n: 0, max: null }),
+            Effect.orDie
+          )
+          const final = yield* Effect.orDie(eventually(counted, (r) => r.n === 20_000, Duration.seconds(150)))
+          assert.strictEqual(final.n, 20_000)
+          assert.strictEqual(final.max, 1)
+          assert.strictEqual(yield* queues.deadLetters.count("bosun-inbox"), 0)
+        }),
       // The test's own limit matches the deadline above: on a slow 2-core machine the Postgres
       // adapter needs close to a minute for 20,000 messages while other files run beside it.
       180_000
