@@ -27,7 +27,7 @@ CREATE TABLE organization_secrets (
   UNIQUE (organization_id, name)
 );
 
--- Master-key rotation runs. cursor_column indexes the sealed-column list and cursor_row_id is the
+-- Master-key rotation runs; error says why a run FAILED. cursor_column indexes the sealed-column list and cursor_row_id is the
 -- last row of that column done, so an interrupted run resumes where its last batch committed.
 -- A run is worked on by the holder of its lease; an expired lease means its worker died.
 CREATE TABLE secret_rotations (
@@ -35,6 +35,9 @@ CREATE TABLE secret_rotations (
   dry_run boolean NOT NULL,
   batch_size integer NOT NULL CHECK (batch_size BETWEEN 1 AND 200),
   target_key_version integer NOT NULL CHECK (target_key_version > 0),
+  -- Names the key the run seals under (an HMAC of a fixed label, never the key): a worker whose
+  -- active key has the same version but other bytes refuses the run.
+  target_key_fingerprint text NOT NULL,
   status text NOT NULL DEFAULT 'QUEUED' CHECK (status IN ('QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED')),
   total_secrets integer NOT NULL DEFAULT 0,
   processed_secrets integer NOT NULL DEFAULT 0,

@@ -23,6 +23,8 @@ export const SecretRotationRun = Schema.Struct({
   processed_secrets: Count,
   remaining: Count,
   failed_secrets: Count,
+  /** Why the run FAILED (never a secret); null otherwise. */
+  error: Schema.NullOr(Schema.String),
   created_at: Schema.String,
   started_at: Schema.NullOr(Schema.String),
   finished_at: Schema.NullOr(Schema.String)

@@ -36,26 +36,34 @@ export const NodeServerLive = Layer.unwrap(
 
 /**
  * The sealing service over this instance's key ring, the repositories, and the secret-rotation
- * worker (started once the migrations are applied); needs AppConfig, InstanceSecrets, the
- * Migrator and a SqlClient. The server and the `bosun` CLI share it.
+ * service with (or, for read-only CLI commands, without) its worker, which starts once the
+ * migrations are applied; needs AppConfig, InstanceSecrets, the Migrator and a SqlClient. The
+ * server and the `bosun` CLI share it.
  */
-export const AppServicesLive = Layer.unwrap(
-  Effect.gen(function* () {
-    const config = yield* AppConfig
-    const migrator = yield* Migrator
-    return SecretRotation.layer({ ...config.secretRotation, ready: migrator.awaitReady })
-  })
-).pipe(
-  Layer.provideMerge(
-    Layer.mergeAll(
-      OrganizationsRepo.layer,
-      GithubAppsRepo.layer,
-      OrganizationSecretsRepo.layer,
-      SecretRotationRepo.layer
-    )
-  ),
-  Layer.provideMerge(Secrets.layer)
-)
+export const appServices = (options: { readonly rotationWorker: boolean }) =>
+  Layer.unwrap(
+    Effect.gen(function* () {
+      const config = yield* AppConfig
+      const migrator = yield* Migrator
+      return SecretRotation.layer({
+        ...config.secretRotation,
+        ready: migrator.awaitReady,
+        worker: options.rotationWorker
+      })
+    })
+  ).pipe(
+    Layer.provideMerge(
+      Layer.mergeAll(
+        OrganizationsRepo.layer,
+        GithubAppsRepo.layer,
+        OrganizationSecretsRepo.layer,
+        SecretRotationRepo.layer
+      )
+    ),
+    Layer.provideMerge(Secrets.layer)
+  )
+
+export const AppServicesLive = appServices({ rotationWorker: true })
 
 /** Serves `routes` (production: `ApiRoutes`); needs the Migrator, AppConfig, SqlClient and an HttpServer. */
 export const HttpLive = <A, E, R>(routes: Layer.Layer<A, E, R>) => serve(routes)

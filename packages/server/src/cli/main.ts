@@ -15,24 +15,33 @@ import { describeStartupFailure } from "../config/StartupFailure.ts"
 import { layerJsonLogger } from "../observability/JsonLogger.ts"
 import { DatabaseCliLive } from "../persistence/Database.ts"
 import { Migrator } from "../persistence/Migrator.ts"
-import { AppServicesLive } from "../Server.ts"
+import { appServices } from "../Server.ts"
 import { BOSUN_VERSION } from "../Version.ts"
 import { CliFailure } from "./CliFailure.ts"
 import { keys } from "./commands/keys.ts"
-import { secrets } from "./commands/secrets.ts"
+import { rotate, status } from "./commands/secrets.ts"
 
-/** What the database commands use: the server's services, migrations applied first. */
-const ServicesLive = AppServicesLive.pipe(
-  Layer.provideMerge(Migrator.layer),
-  Layer.tap((context) => Context.get(context, Migrator).awaitReady),
-  Layer.provide(DatabaseCliLive),
-  Layer.provideMerge(InstanceSecrets.layer),
-  Layer.provideMerge(AppConfig.layer)
+/**
+ * What the database commands use: the server's services, migrations applied first. `rotate`
+ * works on the run it follows; `status` only reads (it must not take over someone's run).
+ */
+const services = (rotationWorker: boolean) =>
+  appServices({ rotationWorker }).pipe(
+    Layer.provideMerge(Migrator.layer),
+    Layer.tap((context) => Context.get(context, Migrator).awaitReady),
+    Layer.provide(DatabaseCliLive),
+    Layer.provideMerge(InstanceSecrets.layer),
+    Layer.provideMerge(AppConfig.layer)
+  )
+
+const secrets = Command.make("secrets").pipe(
+  Command.withDescription("Sealed secrets and master-key rotation"),
+  Command.withSubcommands([rotate.pipe(Command.provide(services(true))), status.pipe(Command.provide(services(false)))])
 )
 
 const bosun = Command.make("bosun").pipe(
   Command.withDescription("Bosun operator commands"),
-  Command.withSubcommands([keys, secrets.pipe(Command.provide(ServicesLive))])
+  Command.withSubcommands([keys, secrets])
 )
 
 /** The line a failure prints: none for parse errors and help, which the CLI has already shown. */
@@ -60,7 +69,8 @@ Command.run(bosun, { version: BOSUN_VERSION }).pipe(
   Effect.provideService(References.MinimumLogLevel, "Warn"),
   NodeRuntime.runMain({
     disableErrorReporting: true,
+    // Interrupted (Ctrl-C, SIGTERM) is not done: 130, so `rotate && next-step` stops there.
     teardown: (exit, onExit) =>
-      onExit(Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause) ? Number(process.exitCode ?? 0) : 1)
+      onExit(Exit.isSuccess(exit) ? Number(process.exitCode ?? 0) : Cause.hasInterruptsOnly(exit.cause) ? 130 : 1)
   })
 )

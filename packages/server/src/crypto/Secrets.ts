@@ -7,6 +7,7 @@
  * Plaintext comes back `Redacted`, so it cannot reach a log line or an error by accident; errors
  * name the envelope's place and the failure, never its contents.
  */
+import { createHmac } from "node:crypto"
 import { Context, Data, Effect, Layer, Redacted } from "effect"
 import { InstanceSecrets } from "../config/InstanceSecrets.ts"
 import * as Envelope from "./Envelope.ts"
@@ -52,6 +53,13 @@ export class Secrets extends Context.Service<
   {
     /** The version new envelopes are sealed under. */
     readonly activeVersion: number
+    /**
+     * Names the active key without revealing it (HMAC-SHA256 of a fixed label, 16 hex digits):
+     * two processes with the same version but different keys disagree on it.
+     */
+    readonly activeFingerprint: string
+    /** Whether the ring holds a key of this version. */
+    readonly hasKey: (version: number) => boolean
     readonly seal: (
       plaintext: string | Redacted.Redacted<string>,
       place: Envelope.SealedPlace
@@ -80,6 +88,11 @@ export class Secrets extends Context.Service<
       Envelope.seal(ring.activeKey, ring.activeVersion, plaintext, place)
     return Secrets.of({
       activeVersion: ring.activeVersion,
+      activeFingerprint: createHmac("sha256", ring.activeKey)
+        .update("bosun:key-fingerprint")
+        .digest("hex")
+        .slice(0, 16),
+      hasKey: (version) => ring.keyFor(version) !== undefined,
       seal: (plaintext, place) =>
         Effect.sync(() =>
           sealBytes(Buffer.from(Redacted.isRedacted(plaintext) ? Redacted.value(plaintext) : plaintext, "utf8"), place)

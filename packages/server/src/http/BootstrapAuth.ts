@@ -23,7 +23,11 @@ export const BootstrapAuthLive = Layer.effect(
   BootstrapAuth,
   Effect.gen(function* () {
     const secrets = yield* InstanceSecrets
-    const expected = Option.map(secrets.bootstrapToken, (token) => digest(Redacted.value(token)))
+    // An empty BOSUN_BOOTSTRAP_TOKEN is no token: nobody could ever present it.
+    const expected = Option.map(
+      Option.filter(secrets.bootstrapToken, (token) => Redacted.value(token) !== ""),
+      (token) => digest(Redacted.value(token))
+    )
     return BootstrapAuth.of({
       bearer: (httpEffect, { credential }) => {
         if (Option.isNone(expected)) return Effect.fail(unset)

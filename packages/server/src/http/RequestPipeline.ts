@@ -94,10 +94,15 @@ const withEnvelope = (response: HttpServerResponse.HttpServerResponse): HttpServ
   if (response.status < 400 || response.status === 499) return response
   const contentType = response.body._tag === "Empty" ? undefined : response.body.contentType
   if (contentType?.includes("json")) return response
-  return errorResponse(
-    response.status,
-    statusText[response.status] ?? "request_failed",
-    statusMessage[response.status] ?? "The request could not be processed"
+  // Keep what the library said in headers (Accept-Encoding on a 415, Allow, Retry-After, ...).
+  const { "content-type": _type, "content-length": _length, ...headers } = response.headers
+  return HttpServerResponse.setHeaders(
+    errorResponse(
+      response.status,
+      statusText[response.status] ?? "request_failed",
+      statusMessage[response.status] ?? "The request could not be processed"
+    ),
+    headers
   )
 }
 

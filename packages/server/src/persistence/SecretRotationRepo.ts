@@ -20,6 +20,7 @@ export class LeaseLost extends Data.TaggedError("LeaseLost")<{ readonly runId: s
 export class RotationActive extends Data.TaggedError("RotationActive")<{ readonly run: RotationRow }> {}
 
 export interface RotationRow extends SecretRotationRun {
+  readonly target_key_fingerprint: string
   readonly cursor_column: number
   readonly cursor_row_id: string | null
 }
@@ -59,13 +60,14 @@ export class SecretRotationRepo extends Context.Service<
       readonly dryRun: boolean
       readonly batchSize: number
       readonly targetKeyVersion: number
+      readonly targetKeyFingerprint: string
     }) => Effect.Effect<RotationRow, RotationActive>
     readonly find: (id: string) => Effect.Effect<Option.Option<RotationRow>>
     /** The queued or running run, if any. */
     readonly active: Effect.Effect<Option.Option<RotationRow>>
     /** Takes the lease of a queued run, or of a running one whose worker stopped renewing it. */
     readonly claim: (owner: string, lease: Duration.Duration) => Effect.Effect<Option.Option<RotationRow>>
-    /** Sets the totals of a run the first time it is claimed. */
+    /** Sets the totals of a run each time it is claimed (a resumed run counts afresh). */
     readonly begin: (
       runId: string,
       owner: string,
@@ -74,8 +76,16 @@ export class SecretRotationRepo extends Context.Service<
     readonly finish: (
       runId: string,
       owner: string,
-      outcome: { readonly status: SecretRotationStatus; readonly remaining: number; readonly error: string | null }
+      outcome: {
+        readonly status: SecretRotationStatus
+        readonly remaining: number
+        readonly error: string | null
+        /** Envelopes found unreadable without opening them (their key version is not in the ring). */
+        readonly addFailed?: number
+      }
     ) => Effect.Effect<void, LeaseLost>
+    /** How many envelopes of the sealed columns are under each key version. */
+    readonly versions: (columns: ReadonlyArray<SealedColumn>) => Effect.Effect<ReadonlyMap<number, number>>
     /** Gives the lease up at once (a worker stopping), so another worker resumes without waiting. */
     readonly release: (runId: string, owner: string) => Effect.Effect<void>
     /** Envelope counts over every sealed column: all of them, and those not under `keyVersion`. */
@@ -107,8 +117,9 @@ export class SecretRotationRepo extends Context.Service<
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const fields = sql.literal(
-        `id, status, dry_run, batch_size, target_key_version, total_secrets, processed_secrets, remaining,
-         failed_secrets, cursor_column, cursor_row_id, created_at, started_at, finished_at`
+        `id, status, dry_run, batch_size, target_key_version, target_key_fingerprint, total_secrets,
+         processed_secrets, remaining, failed_secrets, error, cursor_column, cursor_row_id, created_at,
+         started_at, finished_at`
       )
       const leaseSeconds = (lease: Duration.Duration) => Duration.toMillis(lease) / 1000
 
@@ -127,11 +138,12 @@ export class SecretRotationRepo extends Context.Service<
         readonly dryRun: boolean
         readonly batchSize: number
         readonly targetKeyVersion: number
+        readonly targetKeyFingerprint: string
       }) {
         // The partial unique index admits one queued-or-running run; a concurrent create loses here.
         const rows = yield* sql<Row>`
-          INSERT INTO secret_rotations (dry_run, batch_size, target_key_version)
-          VALUES (${options.dryRun}, ${options.batchSize}, ${options.targetKeyVersion})
+          INSERT INTO secret_rotations (dry_run, batch_size, target_key_version, target_key_fingerprint)
+          VALUES (${options.dryRun}, ${options.batchSize}, ${options.targetKeyVersion}, ${options.targetKeyFingerprint})
           ON CONFLICT DO NOTHING
           RETURNING ${fields}`.pipe(Effect.orDie)
         const [row] = rows
@@ -140,8 +152,8 @@ export class SecretRotationRepo extends Context.Service<
         if (Option.isSome(running)) return yield* new RotationActive({ run: running.value })
         // The other run finished between the two statements: try once more.
         const [retried] = yield* sql<Row>`
-          INSERT INTO secret_rotations (dry_run, batch_size, target_key_version)
-          VALUES (${options.dryRun}, ${options.batchSize}, ${options.targetKeyVersion})
+          INSERT INTO secret_rotations (dry_run, batch_size, target_key_version, target_key_fingerprint)
+          VALUES (${options.dryRun}, ${options.batchSize}, ${options.targetKeyVersion}, ${options.targetKeyFingerprint})
           RETURNING ${fields}`.pipe(Effect.orDie)
         if (retried === undefined) return yield* Effect.die(new Error("INSERT returned no row"))
         return toRun(retried)
@@ -176,11 +188,17 @@ export class SecretRotationRepo extends Context.Service<
       const finish = Effect.fn("SecretRotationRepo.finish")(function* (
         runId: string,
         owner: string,
-        outcome: { readonly status: SecretRotationStatus; readonly remaining: number; readonly error: string | null }
+        outcome: {
+          readonly status: SecretRotationStatus
+          readonly remaining: number
+          readonly error: string | null
+          readonly addFailed?: number
+        }
       ) {
         const rows = yield* sql`
           UPDATE secret_rotations SET
             status = ${outcome.status}, remaining = ${outcome.remaining}, error = ${outcome.error},
+            failed_secrets = failed_secrets + ${outcome.addFailed ?? 0},
             finished_at = now(), lease_owner = NULL, lease_expires_at = NULL
           WHERE id = ${runId} AND lease_owner = ${owner} AND status = 'RUNNING'
           RETURNING id`.pipe(Effect.orDie)
@@ -190,6 +208,21 @@ export class SecretRotationRepo extends Context.Service<
       const release = Effect.fn("SecretRotationRepo.release")(function* (runId: string, owner: string) {
         yield* sql`UPDATE secret_rotations SET lease_expires_at = now()
                    WHERE id = ${runId} AND lease_owner = ${owner} AND status = 'RUNNING'`.pipe(Effect.orDie)
+      })
+
+      const versions = Effect.fn("SecretRotationRepo.versions")(function* (sealed: ReadonlyArray<SealedColumn>) {
+        const census = new Map<number, number>()
+        for (const column of sealed) {
+          const rows = yield* sql<{ version: Uint8Array; n: string }>`
+            SELECT substring(${sql(column.column)} from 2 for 4) AS version, count(*)::text AS n
+            FROM ${sql(column.table)} WHERE ${sql(column.column)} IS NOT NULL GROUP BY 1`.pipe(Effect.orDie)
+          for (const row of rows) {
+            // A value too short to hold a version is not an envelope: version 0, never in a ring.
+            const version = row.version.length === 4 ? Buffer.from(row.version).readUInt32BE(0) : 0
+            census.set(version, (census.get(version) ?? 0) + Number(row.n))
+          }
+        }
+        return census
       })
 
       const count = Effect.fn("SecretRotationRepo.count")(function* (
@@ -270,6 +303,7 @@ export class SecretRotationRepo extends Context.Service<
         begin,
         finish,
         release,
+        versions,
         count,
         readBatch,
         commitBatch

@@ -28,7 +28,7 @@ import { freePort } from "../../src/persistence/EmbeddedPostgres.ts"
 import { GithubAppsRepo } from "../../src/persistence/GithubAppsRepo.ts"
 import { Migrator } from "../../src/persistence/Migrator.ts"
 import { OrganizationSecretsRepo } from "../../src/persistence/OrganizationSecretsRepo.ts"
-import { AppServicesLive } from "../../src/Server.ts"
+import { appServices } from "../../src/Server.ts"
 import { spawnServer } from "../support/Process.ts"
 import { layerTestSecrets, testSettings } from "../support/TestServer.ts"
 
@@ -41,8 +41,8 @@ const ring = (version: number, key: string, previous: Record<number, string> = {
 })
 
 /** The server's services (sealing, repositories, rotation worker) under `masterKey`, migrations applied. */
-const servicesWith = (masterKey: MasterKeySettings) =>
-  AppServicesLive.pipe(
+const servicesWith = (masterKey: MasterKeySettings, options = { rotationWorker: true }) =>
+  appServices(options).pipe(
     Layer.provideMerge(Migrator.layer),
     Layer.tap((context) => Context.get(context, Migrator).awaitReady),
     Layer.provideMerge(layerTestSecrets({ masterKey })),
@@ -275,6 +275,78 @@ layer(Layer.mergeAll(TestDatabase.layer, LogCapture.layer), { excludeTestService
       })
     )
   })
+
+  it.effect("a real run refuses before writing anything when some envelopes are under a version the ring lacks", () =>
+    Effect.gen(function* () {
+      yield* reset
+      const k1 = newKey()
+      const k2 = newKey()
+      const k3 = newKey()
+      yield* seedOrganizationSecrets("org-v1", 30).pipe(Effect.provide(servicesWith(ring(1, k1))))
+      yield* seedOrganizationSecrets("org-v2", 50).pipe(Effect.provide(servicesWith(ring(2, k2, { 1: k1 }))))
+      const checksum = yield* sealedChecksum
+      // Version 2 is in the ring, version 1 is not: nothing may be re-sealed, not even org-v2.
+      const run = yield* runToEnd({ dryRun: false, batchSize: 20 }).pipe(
+        Effect.provide(servicesWith(ring(3, k3, { 2: k2 })))
+      )
+      assert.strictEqual(run.status, "FAILED")
+      assert.strictEqual(run.failed_secrets, 30)
+      assert.strictEqual(run.processed_secrets, 0)
+      assert.strictEqual(run.total_secrets, 80)
+      assert.strictEqual(run.remaining, 80)
+      assert.include(run.error ?? "", "key version(s) 1")
+      assert.strictEqual(yield* sealedChecksum, checksum)
+    })
+  )
+
+  it.effect("a real run stops at a batch holding an envelope that does not open, writing nothing of that batch", () =>
+    Effect.gen(function* () {
+      yield* reset
+      const sql = yield* SqlClient.SqlClient
+      const k1 = newKey()
+      const k2 = newKey()
+      yield* seedOrganizationSecrets("org-corrupt", 100).pipe(Effect.provide(servicesWith(ring(1, k1))))
+      // One ciphertext byte of the 46th envelope flipped: its version is in the ring, it does not open.
+      yield* sql`UPDATE organization_secrets SET value = set_byte(value, 20, get_byte(value, 20) # 1)
+                 WHERE id = 'org-corrupt-secret-000045'`
+      const run = yield* runToEnd({ dryRun: false, batchSize: 10 }).pipe(
+        Effect.provide(servicesWith(ring(2, k2, { 1: k1 })))
+      )
+      assert.strictEqual(run.status, "FAILED")
+      assert.strictEqual(run.failed_secrets, 1)
+      assert.strictEqual(run.processed_secrets, 40)
+      assert.strictEqual(run.remaining, 60)
+      assert.include(run.error ?? "", "did not open")
+      assert.deepStrictEqual(yield* versionCounts("org-corrupt"), { 1: 60, 2: 40 })
+    })
+  )
+
+  it.effect("a worker whose active key differs from the run's (same version) fails the run and re-seals nothing", () =>
+    Effect.gen(function* () {
+      yield* reset
+      const k1 = newKey()
+      yield* seedOrganizationSecrets("org-split", 20).pipe(Effect.provide(servicesWith(ring(1, k1))))
+      const checksum = yield* sealedChecksum
+      // Queued by a process holding one version-2 key, worked on by one holding another.
+      const queued = yield* Effect.gen(function* () {
+        const rotation = yield* SecretRotation
+        return (yield* rotation.start({ dryRun: false, batchSize: 5 })).run
+      }).pipe(Effect.provide(servicesWith(ring(2, newKey(), { 1: k1 }), { rotationWorker: false })))
+      assert.strictEqual(queued.status, "QUEUED")
+      const run = yield* Effect.gen(function* () {
+        const rotation = yield* SecretRotation
+        return yield* eventually(
+          Effect.map(rotation.get(queued.id), Option.getOrThrow),
+          (current) => current.status === "FAILED" || current.status === "SUCCEEDED",
+          Duration.seconds(30)
+        )
+      }).pipe(Effect.provide(servicesWith(ring(2, newKey(), { 1: k1 }))))
+      assert.strictEqual(run.status, "FAILED")
+      assert.strictEqual(run.processed_secrets, 0)
+      assert.include(run.error ?? "", "not the key this run was created with")
+      assert.strictEqual(yield* sealedChecksum, checksum)
+    })
+  )
 
   it.effect("a dry run opens every envelope and leaves the sealed columns byte-identical", () =>
     Effect.gen(function* () {

@@ -81,6 +81,7 @@ const RUN_KEYS = [
   "batch_size",
   "created_at",
   "dry_run",
+  "error",
   "failed_secrets",
   "finished_at",
   "id",
@@ -181,8 +182,9 @@ const foreignRunningRotation = (dryRun: boolean) =>
       yield* noActiveRotation
       const sql = yield* SqlClient.SqlClient
       const [row] = yield* sql<{ id: string }>`
-        INSERT INTO secret_rotations (dry_run, batch_size, target_key_version, status, lease_owner, lease_expires_at)
-        VALUES (${dryRun}, 100, 1, 'RUNNING', 'someone-else', now() + interval '1 hour')
+        INSERT INTO secret_rotations
+          (dry_run, batch_size, target_key_version, target_key_fingerprint, status, lease_owner, lease_expires_at)
+        VALUES (${dryRun}, 100, 1, 'someone-elses-key', 'RUNNING', 'someone-else', now() + interval '1 hour')
         RETURNING id`
       assert.isDefined(row)
       return row?.id ?? ""
@@ -373,6 +375,18 @@ layer(layerTestServer(), { excludeTestServices: true })("PUT /organizations/:org
           assert.deepStrictEqual(yield* githubAppState, before)
           assert.isFalse(yield* organizationExists("org-never-created"))
         })
+    )
+
+    it.effect("checks the token before the body: an invalid body with a wrong or missing token is 401, not 400", () =>
+      Effect.gen(function* () {
+        const invalid = appConfiguration("unauthenticated-invalid", { github_app_id: 0, private_key: "not a key" })
+        for (const headers of [{}, { authorization: "Bearer wrong-token" }]) {
+          assertEnvelope(yield* putGithubApp("org-unauth-invalid", invalid, headers), 401, "unauthorized")
+          assertEnvelope(yield* putGithubApp("x".repeat(129), invalid, headers), 401, "unauthorized")
+          assertEnvelope(yield* postRotation({ batch_size: 0 }, headers), 401, "unauthorized")
+        }
+        assert.isFalse(yield* organizationExists("org-unauth-invalid"))
+      })
     )
   })
 
@@ -753,6 +767,22 @@ layer(layerTestServer({ secrets: { bootstrapToken: null } }), { excludeTestServi
           assertEnvelope(yield* getRotation("any-id", headers), 503, "bootstrap_token_unset")
         }
       })
+    )
+  }
+)
+
+layer(layerTestServer({ secrets: { bootstrapToken: "" } }), { excludeTestServices: true })(
+  "bootstrap endpoints with an empty token configured",
+  (it) => {
+    it.effect(
+      "treats an empty BOSUN_BOOTSTRAP_TOKEN as none: 503 bootstrap_token_unset, even for an empty bearer",
+      () =>
+        Effect.gen(function* () {
+          for (const headers of [{}, { authorization: "Bearer " }, { authorization: "Bearer x" }]) {
+            assertEnvelope(yield* postRotation({ dry_run: true }, headers), 503, "bootstrap_token_unset")
+          }
+          assert.strictEqual(yield* rotationCount, 0)
+        })
     )
   }
 )

@@ -16,7 +16,7 @@ const isFinished = (run: SecretRotationRun) => run.status === "SUCCEEDED" || run
 
 const report = (run: SecretRotationRun) => Console.log(JSON.stringify(run, null, 2))
 
-const rotate = Command.make(
+export const rotate = Command.make(
   "rotate",
   {
     dryRun: Flag.Boolean("dry-run").pipe(
@@ -54,16 +54,18 @@ const rotate = Command.make(
     yield* report(current)
     if (current.status !== "SUCCEEDED") {
       return yield* new CliFailure({
-        message:
-          current.failed_secrets > 0
-            ? `FAILED: ${current.failed_secrets} envelope(s) did not open; restore the missing key in BOSUN_PREVIOUS_MASTER_KEYS and run a dry run again`
-            : `FAILED: ${current.remaining} envelope(s) remain under an older key`
+        message: `FAILED: ${
+          current.error ??
+          (current.failed_secrets > 0
+            ? `${current.failed_secrets} envelope(s) did not open; restore the missing key in BOSUN_PREVIOUS_MASTER_KEYS`
+            : `${current.remaining} envelope(s) remain under an older key`)
+        }`
       })
     }
   })
 ).pipe(Command.withDescription("Re-seal every secret under the active master key (or check them with --dry-run)"))
 
-const status = Command.make(
+export const status = Command.make(
   "status",
   { id: Argument.String("id").pipe(Argument.withDescription("The rotation id")) },
   Effect.fn(function* ({ id }) {
@@ -73,8 +75,3 @@ const status = Command.make(
     yield* report(run.value)
   })
 ).pipe(Command.withDescription("Print a rotation run"))
-
-export const secrets = Command.make("secrets").pipe(
-  Command.withDescription("Sealed secrets and master-key rotation"),
-  Command.withSubcommands([rotate, status])
-)
