@@ -4,11 +4,14 @@
  * when the row is first written, so replacing a value keeps the row and re-seals in place.
  */
 import { randomUUID } from "node:crypto"
-import { Context, Effect, Layer, Option, type Redacted, Schedule } from "effect"
+import { Context, Data, Effect, Layer, Option, type Redacted, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
 import { Secrets, type SecretsError } from "../crypto/Secrets.ts"
 
 export const SecretNamePattern = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/
+
+/** A name `${secrets.NAME}` could not reference. */
+export class InvalidSecretName extends Data.TaggedError("InvalidSecretName")<{ readonly name: string }> {}
 
 const place = (rowId: string) => ({ table: "organization_secrets", column: "value", rowId })
 
@@ -16,7 +19,11 @@ export class OrganizationSecretsRepo extends Context.Service<
   OrganizationSecretsRepo,
   {
     /** Creates or replaces the secret `name` of the organization. */
-    readonly put: (organizationId: string, name: string, value: Redacted.Redacted<string>) => Effect.Effect<void>
+    readonly put: (
+      organizationId: string,
+      name: string,
+      value: Redacted.Redacted<string>
+    ) => Effect.Effect<void, InvalidSecretName>
     readonly get: (
       organizationId: string,
       name: string
@@ -34,7 +41,7 @@ export class OrganizationSecretsRepo extends Context.Service<
         name: string,
         value: Redacted.Redacted<string>
       ) {
-        if (!SecretNamePattern.test(name)) return yield* Effect.die(new Error("invalid secret name"))
+        if (!SecretNamePattern.test(name)) return yield* new InvalidSecretName({ name })
         const write = sql.withTransaction(
           Effect.gen(function* () {
             const [existing] = yield* sql<{ id: string }>`
@@ -52,7 +59,14 @@ export class OrganizationSecretsRepo extends Context.Service<
           })
         )
         // Two first writes of one name race to insert; the loser's retry finds the winner's row.
-        yield* write.pipe(Effect.retry({ times: 2, schedule: Schedule.spaced("10 millis") }), Effect.orDie)
+        yield* write.pipe(
+          Effect.retry({
+            times: 2,
+            schedule: Schedule.spaced("10 millis"),
+            while: (error) => error.reason._tag === "UniqueViolation"
+          }),
+          Effect.orDie
+        )
       })
 
       const get = Effect.fn("OrganizationSecretsRepo.get")(function* (organizationId: string, name: string) {
