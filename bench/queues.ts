@@ -12,13 +12,8 @@
 
 import { execFileSync, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import * as fs from "node:fs/promises"
 import * as net from "node:net"
-import * as os from "node:os"
-import * as path from "node:path"
-import { fileURLToPath } from "node:url"
-import { EmbeddedPostgres, freePort } from "@bosun/server/persistence/EmbeddedPostgres"
-import { runMigrations } from "@bosun/server/persistence/Migrator"
+import { freePort } from "@bosun/server/persistence/EmbeddedPostgres"
 import { Queues } from "@bosun/server/storage/Queue"
 import { layerPostgres } from "@bosun/server/storage/QueuePostgres"
 import { layerRedis } from "@bosun/server/storage/QueueRedis"
@@ -26,12 +21,11 @@ import { Redis } from "@bosun/server/storage/Redis"
 import { PgClient } from "@effect/sql-pg"
 import { Cause, Context, Duration, Effect, Exit, Layer, Redacted, Scope } from "effect"
 import { Redis as IORedis } from "ioredis"
+import { benchDatabase } from "./BenchDatabase.ts"
 import { runContext, writeReport } from "./Report.ts"
 
 const total = Number(process.env.BENCH_MESSAGES ?? 20_000)
 const handlersPerConsumer = Number(process.env.BENCH_HANDLERS ?? 64)
-const root = fileURLToPath(new URL("..", import.meta.url))
-const migrationsDir = path.join(root, "sql")
 const settings = {
   visibilityTimeout: Duration.seconds(30),
   retryDelay: Duration.seconds(5),
@@ -161,33 +155,11 @@ const waitForRedis = async (port: number) => {
   throw new Error(`redis-server on port ${port} did not answer`)
 }
 
-const build = <A, E>(layer: Layer.Layer<A, E>, scope: Scope.Scope) => Layer.buildWithScope(layer, scope)
-
 const main = Effect.gen(function* () {
   const scope = yield* Scope.make()
-  const tmp = yield* Effect.promise(() => fs.mkdtemp(path.join(os.tmpdir(), "bosun-bench-q-")))
-  yield* Effect.promise(() => fs.chmod(tmp, 0o711))
-
-  // Postgres: a fresh database on DATABASE_URL, or an embedded cluster.
-  let adminUrl = process.env.DATABASE_URL
-  if (!adminUrl) {
-    const pg = yield* build(
-      EmbeddedPostgres.layer({
-        dataDir: path.join(tmp, "pg"),
-        password: Redacted.make(randomBytes(12).toString("hex"))
-      }),
-      scope
-    )
-    adminUrl = Redacted.value(Context.get(pg, EmbeddedPostgres).url)
-  }
-  const dbName = `bosun_bench_${randomBytes(4).toString("hex")}`
-  const admin = Context.get(yield* build(PgClient.layer({ url: Redacted.make(adminUrl) }), scope), PgClient.PgClient)
-  yield* admin.unsafe(`CREATE DATABASE ${dbName}`)
-  const dbUrl = new URL(adminUrl)
-  dbUrl.pathname = `/${dbName}`
-  const pgLayer = PgClient.layer({ url: Redacted.make(dbUrl.toString()), maxConnections: 16 })
-  const pgContext = yield* build(pgLayer, scope)
-  yield* runMigrations(migrationsDir).pipe(Effect.provide(pgContext))
+  const db = yield* benchDatabase(scope, { maxConnections: 16 })
+  const pgLayer = db.layer
+  const pgContext = db.context
 
   // Redis: REDIS_URL or a redis-server of our own.
   let redisUrl = process.env.REDIS_URL ?? null
@@ -240,9 +212,8 @@ const main = Effect.gen(function* () {
     console.log("Redis rows skipped: no REDIS_URL and no redis-server on PATH")
   }
 
-  yield* admin.unsafe(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).pipe(Effect.ignore)
+  yield* db.drop
   yield* Scope.close(scope, Exit.void)
-  yield* Effect.promise(() => fs.rm(tmp, { recursive: true, force: true }))
 
   const report = {
     ...runContext("queues"),

@@ -13,24 +13,17 @@
  */
 
 import { randomBytes } from "node:crypto"
-import * as fs from "node:fs/promises"
-import * as os from "node:os"
-import * as path from "node:path"
-import { fileURLToPath } from "node:url"
 import { SecretRotation } from "@bosun/server/crypto/SecretRotation"
 import { makeKeyRing, Secrets } from "@bosun/server/crypto/Secrets"
-import { EmbeddedPostgres } from "@bosun/server/persistence/EmbeddedPostgres"
-import { runMigrations } from "@bosun/server/persistence/Migrator"
 import { SecretRotationRepo } from "@bosun/server/persistence/SecretRotationRepo"
 import { readOrganizationSecrets, secretPlace, seedOrganizationSecrets } from "@bosun/testing/SealedFixtures"
 import { PgClient } from "@effect/sql-pg"
 import { Cause, Context, Duration, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import type { SqlClient, SqlError } from "effect/sql"
+import { benchDatabase } from "./BenchDatabase.ts"
 import { runContext, writeReport } from "./Report.ts"
 
 const total = Number(process.env.BENCH_ENVELOPES ?? 100_000)
-const root = fileURLToPath(new URL("..", import.meta.url))
-const migrationsDir = path.join(root, "sql")
 const ORG = "bench-org"
 
 const key = () => randomBytes(32).toString("base64")
@@ -40,8 +33,6 @@ const ring = (version: number, active: string, previous: Record<number, string> 
     version,
     previous: new Map(Object.entries(previous).map(([v, k]) => [Number(v), Redacted.make(k)] as const))
   })
-
-const build = <A, E>(layer: Layer.Layer<A, E>, scope: Scope.Scope) => Layer.buildWithScope(layer, scope)
 
 /** One rotation run through the real service, timed from start to its final status. */
 const rotate = (
@@ -75,29 +66,10 @@ const rotate = (
 
 const main = Effect.gen(function* () {
   const scope = yield* Scope.make()
-  const tmp = yield* Effect.promise(() => fs.mkdtemp(path.join(os.tmpdir(), "bosun-bench-r-")))
-  yield* Effect.promise(() => fs.chmod(tmp, 0o711))
-
-  let adminUrl = process.env.DATABASE_URL
-  if (!adminUrl) {
-    const pg = yield* build(
-      EmbeddedPostgres.layer({
-        dataDir: path.join(tmp, "pg"),
-        password: Redacted.make(randomBytes(12).toString("hex"))
-      }),
-      scope
-    )
-    adminUrl = Redacted.value(Context.get(pg, EmbeddedPostgres).url)
-  }
-  const dbName = `bosun_bench_${randomBytes(4).toString("hex")}`
-  const admin = Context.get(yield* build(PgClient.layer({ url: Redacted.make(adminUrl) }), scope), PgClient.PgClient)
-  yield* admin.unsafe(`CREATE DATABASE ${dbName}`)
-  const dbUrl = new URL(adminUrl)
-  dbUrl.pathname = `/${dbName}`
-  const pgLayer = PgClient.layer({ url: Redacted.make(dbUrl.toString()), maxConnections: 4 })
-  const pgContext = yield* build(pgLayer, scope)
+  const db = yield* benchDatabase(scope, { maxConnections: 4 })
+  const pgLayer = db.layer
+  const pgContext = db.context
   const sql = Context.get(pgContext, PgClient.PgClient)
-  yield* runMigrations(migrationsDir).pipe(Effect.provide(pgContext))
 
   const k1 = key()
   const k2 = key()
@@ -144,9 +116,8 @@ const main = Effect.gen(function* () {
   const first = yield* rotate(pgLayer, v2, { dryRun: false, batchSize: 100 })
   const second = yield* rotate(pgLayer, v3, { dryRun: false, batchSize: 200 })
 
-  yield* admin.unsafe(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).pipe(Effect.ignore)
+  yield* db.drop
   yield* Scope.close(scope, Exit.void)
-  yield* Effect.promise(() => fs.rm(tmp, { recursive: true, force: true }))
 
   const baselines = {
     cryptoOnly: { envelopesPerSec: rows.length / cryptoSeconds, seconds: cryptoSeconds },
@@ -154,7 +125,7 @@ const main = Effect.gen(function* () {
   }
   const report = {
     ...runContext("rotation"),
-    database: process.env.DATABASE_URL ? "DATABASE_URL" : "embedded",
+    database: db.database,
     envelopes: total,
     seed: { envelopesPerSec: total / seedSeconds, seconds: seedSeconds },
     baselines,

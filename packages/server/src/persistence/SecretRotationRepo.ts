@@ -38,6 +38,14 @@ export interface BatchProgress {
   readonly failed: number
 }
 
+export interface FinishOutcome {
+  readonly status: SecretRotationStatus
+  readonly remaining: number
+  readonly error: string | null
+  /** Unreadable envelopes not yet counted by a committed batch. */
+  readonly addFailed?: number
+}
+
 type Row = Omit<RotationRow, "created_at" | "started_at" | "finished_at"> & {
   readonly created_at: Date | string
   readonly started_at: Date | string | null
@@ -73,17 +81,7 @@ export class SecretRotationRepo extends Context.Service<
       owner: string,
       totals: { readonly total: number; readonly remaining: number }
     ) => Effect.Effect<void, LeaseLost>
-    readonly finish: (
-      runId: string,
-      owner: string,
-      outcome: {
-        readonly status: SecretRotationStatus
-        readonly remaining: number
-        readonly error: string | null
-        /** Envelopes found unreadable without opening them (their key version is not in the ring). */
-        readonly addFailed?: number
-      }
-    ) => Effect.Effect<void, LeaseLost>
+    readonly finish: (runId: string, owner: string, outcome: FinishOutcome) => Effect.Effect<void, LeaseLost>
     /** How many envelopes of the sealed columns are under each key version. */
     readonly versions: (columns: ReadonlyArray<SealedColumn>) => Effect.Effect<ReadonlyMap<number, number>>
     /** Gives the lease up at once (a worker stopping), so another worker resumes without waiting. */
@@ -188,12 +186,7 @@ export class SecretRotationRepo extends Context.Service<
       const finish = Effect.fn("SecretRotationRepo.finish")(function* (
         runId: string,
         owner: string,
-        outcome: {
-          readonly status: SecretRotationStatus
-          readonly remaining: number
-          readonly error: string | null
-          readonly addFailed?: number
-        }
+        outcome: FinishOutcome
       ) {
         const rows = yield* sql`
           UPDATE secret_rotations SET
