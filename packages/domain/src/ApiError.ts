@@ -73,5 +73,8 @@ export const ErrorCodes = {
   databaseUnavailable: "database_unavailable",
   unauthorized: "unauthorized",
   bootstrapTokenUnset: "bootstrap_token_unset",
-  rotationInProgress: "rotation_in_progress"
+  rotationInProgress: "rotation_in_progress",
+  sessionRequired: "session_required",
+  originMismatch: "origin_mismatch",
+  forbidden: "forbidden"
 } as const

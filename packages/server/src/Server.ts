@@ -18,12 +18,16 @@ import { InstanceSecrets } from "./config/InstanceSecrets.ts"
 import { SecretRotation } from "./crypto/SecretRotation.ts"
 import { Secrets } from "./crypto/Secrets.ts"
 import { ApiRoutes, serve } from "./http/HttpApp.ts"
+import { OrgAccess } from "./http/OrgAccess.ts"
+import { AuditLog } from "./persistence/AuditLog.ts"
 import { DatabaseLive } from "./persistence/Database.ts"
 import { GithubAppsRepo } from "./persistence/GithubAppsRepo.ts"
 import { Migrator } from "./persistence/Migrator.ts"
 import { OrganizationSecretsRepo } from "./persistence/OrganizationSecretsRepo.ts"
 import { OrganizationsRepo } from "./persistence/OrganizationsRepo.ts"
 import { SecretRotationRepo } from "./persistence/SecretRotationRepo.ts"
+import { SessionsRepo } from "./persistence/SessionsRepo.ts"
+import { UsersRepo } from "./persistence/UsersRepo.ts"
 import { StorageLive } from "./storage/StorageLive.ts"
 
 /** The HTTP server on `BOSUN_HOST:BOSUN_PORT`. */
@@ -40,6 +44,9 @@ export const NodeServerLive = Layer.unwrap(
  * migrations are applied; needs AppConfig, InstanceSecrets, the Migrator and a SqlClient. The
  * server and the `bosun` CLI share it.
  */
+/** Sessions with the configured idle timeout and maximum age. */
+const SessionsLive = Layer.unwrap(Effect.map(AppConfig, (config) => SessionsRepo.layer(config.sessions)))
+
 export const appServices = (options: { readonly rotationWorker: boolean }) =>
   Layer.unwrap(
     Effect.gen(function* () {
@@ -52,12 +59,16 @@ export const appServices = (options: { readonly rotationWorker: boolean }) =>
       })
     })
   ).pipe(
+    Layer.provideMerge(OrgAccess.layer),
     Layer.provideMerge(
       Layer.mergeAll(
         OrganizationsRepo.layer,
         GithubAppsRepo.layer,
         OrganizationSecretsRepo.layer,
-        SecretRotationRepo.layer
+        SecretRotationRepo.layer,
+        UsersRepo.layer,
+        AuditLog.layer,
+        SessionsLive
       )
     ),
     Layer.provideMerge(Secrets.layer)

@@ -4,6 +4,7 @@
 import { HttpApi } from "effect/http-api"
 import { GithubAppApi } from "./GithubAppApi.ts"
 import { HealthApi } from "./HealthApi.ts"
+import { IdentityApi } from "./IdentityApi.ts"
 import { InstanceApi } from "./InstanceApi.ts"
 import { RequestValidation } from "./Middleware.ts"
 import { SecretRotationsApi } from "./SecretRotationsApi.ts"
@@ -11,6 +12,7 @@ import { SecretRotationsApi } from "./SecretRotationsApi.ts"
 export class BosunApi extends HttpApi.make("bosun")
   .add(HealthApi)
   .add(InstanceApi)
+  .add(IdentityApi)
   .add(GithubAppApi)
   .add(SecretRotationsApi)
   .middleware(RequestValidation) {}

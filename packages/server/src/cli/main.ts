@@ -20,6 +20,8 @@ import { BOSUN_VERSION } from "../Version.ts"
 import { CliFailure } from "./CliFailure.ts"
 import { keys } from "./commands/keys.ts"
 import { rotate, status } from "./commands/secrets.ts"
+import { create as createSession } from "./commands/sessions.ts"
+import { grant, revoke } from "./commands/users.ts"
 
 /**
  * What the database commands use: the server's services, migrations applied first. `rotate`
@@ -39,9 +41,19 @@ const secrets = Command.make("secrets").pipe(
   Command.withSubcommands([rotate.pipe(Command.provide(services(true))), status.pipe(Command.provide(services(false)))])
 )
 
+const sessions = Command.make("sessions").pipe(
+  Command.withDescription("Sessions"),
+  Command.withSubcommands([createSession.pipe(Command.provide(services(false)))])
+)
+
+const users = Command.make("users").pipe(
+  Command.withDescription("Users and instance roles"),
+  Command.withSubcommands([grant.pipe(Command.provide(services(false))), revoke.pipe(Command.provide(services(false)))])
+)
+
 const bosun = Command.make("bosun").pipe(
   Command.withDescription("Bosun operator commands"),
-  Command.withSubcommands([keys, secrets])
+  Command.withSubcommands([keys, secrets, sessions, users])
 )
 
 /** The line a failure prints: none for parse errors and help, which the CLI has already shown. */

@@ -93,6 +93,10 @@ export interface AppSettings {
     readonly lease: Duration.Duration
     readonly pollInterval: Duration.Duration
   }
+  readonly sessions: {
+    readonly idleTimeout: Duration.Duration
+    readonly maxAge: Duration.Duration
+  }
 }
 
 const duration = (name: string, fallback: Duration.Duration) => Config.Duration(name).pipe(Config.withDefault(fallback))
@@ -163,6 +167,10 @@ export const appConfig: Config.Config<AppSettings> = Config.all({
   secretRotation: Config.all({
     lease: duration("BOSUN_SECRET_ROTATION_LEASE", Duration.seconds(30)),
     pollInterval: duration("BOSUN_SECRET_ROTATION_POLL_INTERVAL", Duration.seconds(5))
+  }),
+  sessions: Config.all({
+    idleTimeout: duration("BOSUN_SESSION_IDLE_TIMEOUT", Duration.days(14)),
+    maxAge: duration("BOSUN_SESSION_MAX_AGE", Duration.days(30))
   })
 }).pipe(
   Config.map(({ baseUrl, ...rest }) => ({

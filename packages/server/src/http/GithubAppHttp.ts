@@ -9,6 +9,7 @@ import { BadRequest, BosunApi, ErrorCodes } from "@bosun/domain"
 import { Effect, Redacted } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient } from "effect/sql"
+import { AuditLog } from "../persistence/AuditLog.ts"
 import { GithubAppsRepo } from "../persistence/GithubAppsRepo.ts"
 import { OrganizationsRepo } from "../persistence/OrganizationsRepo.ts"
 
@@ -28,6 +29,7 @@ export const GithubAppHttp = HttpApiBuilder.group(
     const sql = yield* SqlClient.SqlClient
     const organizations = yield* OrganizationsRepo
     const apps = yield* GithubAppsRepo
+    const audit = yield* AuditLog
     return handlers.handle("configure", ({ params, payload }) =>
       Effect.gen(function* () {
         if (!isRsaPrivateKey(payload.private_key)) {
@@ -48,6 +50,16 @@ export const GithubAppHttp = HttpApiBuilder.group(
                 privateKey: Redacted.make(payload.private_key),
                 webhookSecret: Redacted.make(payload.webhook_secret)
               })
+            ).pipe(
+              Effect.andThen(
+                audit.record({
+                  organizationId: params.organization_id,
+                  actor: { kind: "operator" },
+                  action: "github_app.configure",
+                  target: `github_app:${payload.github_app_id}`,
+                  details: { client_id: payload.client_id, slug: payload.github_app_slug }
+                })
+              )
             )
           )
           .pipe(Effect.orDie)

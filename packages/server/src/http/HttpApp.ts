@@ -12,15 +12,17 @@ import { HttpApiBuilder } from "effect/http-api"
 import { BootstrapAuthLive } from "./BootstrapAuth.ts"
 import { GithubAppHttp } from "./GithubAppHttp.ts"
 import { HealthHttp } from "./HealthHttp.ts"
+import { IdentityHttp } from "./IdentityHttp.ts"
 import { InstanceHttp } from "./InstanceHttp.ts"
 import { RequestPipelineLayer } from "./RequestPipeline.ts"
 import { SecretRotationsHttp } from "./SecretRotationsHttp.ts"
+import { SessionAuthLive } from "./SessionAuth.ts"
 import { RequestValidationLayer } from "./Validation.ts"
 
 /** Every `BosunApi` route with its handlers; needs the services the handlers use. */
 export const ApiRoutes = HttpApiBuilder.layer(BosunApi, { openapiPath: "/api/v1/openapi.json" }).pipe(
-  Layer.provide([HealthHttp, InstanceHttp, GithubAppHttp, SecretRotationsHttp]),
-  Layer.provide([RequestValidationLayer, BootstrapAuthLive])
+  Layer.provide([HealthHttp, InstanceHttp, IdentityHttp, GithubAppHttp, SecretRotationsHttp]),
+  Layer.provide([RequestValidationLayer, BootstrapAuthLive, SessionAuthLive])
 )
 
 /**

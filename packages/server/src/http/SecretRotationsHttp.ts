@@ -6,15 +6,28 @@ import { BosunApi, Conflict, DEFAULT_BATCH_SIZE, ErrorCodes, NotFound } from "@b
 import { Effect, Option } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { SecretRotation } from "../crypto/SecretRotation.ts"
+import { AuditLog } from "../persistence/AuditLog.ts"
 
 export const SecretRotationsHttp = HttpApiBuilder.group(
   BosunApi,
   "secretRotations",
   Effect.fn(function* (handlers) {
     const rotation = yield* SecretRotation
+    const audit = yield* AuditLog
     return handlers
       .handle("create", ({ payload }) =>
         rotation.start({ dryRun: payload.dry_run, batchSize: payload.batch_size ?? DEFAULT_BATCH_SIZE }).pipe(
+          Effect.tap(({ run, created }) =>
+            created
+              ? audit.record({
+                  organizationId: null,
+                  actor: { kind: "operator" },
+                  action: run.dry_run ? "secret_rotation.dry_run" : "secret_rotation.start",
+                  target: `secret_rotation:${run.id}`,
+                  details: { batch_size: run.batch_size, target_key_version: run.target_key_version }
+                })
+              : Effect.void
+          ),
           Effect.map(({ run }) => ({ data: run })),
           Effect.catchTag("RotationConflict", ({ running }) =>
             Effect.fail(

@@ -135,6 +135,54 @@ layer(Layer.mergeAll(TestDatabase.layer, LogCapture.layer), { excludeTestService
     120_000
   )
 
+  it.effect(
+    "sessions create prints a working cookie as its last line; users grant makes a SUPER_USER",
+    () =>
+      Effect.gen(function* () {
+        const database = yield* TestDatabase
+        const sql = yield* SqlClient.SqlClient
+        yield* Effect.provide(Effect.void, servicesV1)
+        const env = { DATABASE_URL: database.url, BOSUN_MASTER_KEY: nextKey, BOSUN_MASTER_KEY_VERSION: "2" }
+        const created = yield* bosun(
+          ["sessions", "create", "--org", "org-cli-s", "--login", "Cli-User", "--role", "ADMIN"],
+          env
+        )
+        assert.strictEqual(created.code, 0, created.stderr)
+        const last = created.stdout.trimEnd().split("\n").at(-1) ?? ""
+        assert.match(last, /^bosun_session=[A-Za-z0-9_-]{43}$/)
+        const token = last.slice("bosun_session=".length)
+        const sessions = yield* sql<{ login: string; role: string; org: string }>`
+        SELECT u.login, m.role, m.organization_id AS org FROM sessions s
+        JOIN users u ON u.id = s.user_id JOIN memberships m ON m.user_id = u.id
+        WHERE s.token_hash = encode(sha256(convert_to(${token}, 'UTF8')), 'hex')`
+        assert.deepStrictEqual(sessions, [{ login: "Cli-User", role: "ADMIN", org: "org-cli-s" }])
+        const [audit] = yield* sql<{ action: string; actor_kind: string; organization_id: string }>`
+        SELECT action, actor_kind, organization_id FROM audit_events WHERE action = 'session.create'`
+        assert.deepStrictEqual(audit, {
+          action: "session.create",
+          actor_kind: "operator",
+          organization_id: "org-cli-s"
+        })
+        assert.notInclude(JSON.stringify(yield* sql`SELECT details FROM audit_events`), token)
+
+        const granted = yield* bosun(["users", "grant", "--login", "cli-user", "--role", "SUPER_USER"], env)
+        assert.strictEqual(granted.code, 0, granted.stderr)
+        const [user] = yield* sql<{ instance_role: string | null }>`
+        SELECT instance_role FROM users WHERE lower(login) = 'cli-user'`
+        assert.strictEqual(user?.instance_role, "SUPER_USER")
+        const revoked = yield* bosun(["users", "revoke", "--login", "Cli-User"], env)
+        assert.strictEqual(revoked.code, 0, revoked.stderr)
+        const [after] = yield* sql<{ instance_role: string | null }>`
+        SELECT instance_role FROM users WHERE lower(login) = 'cli-user'`
+        assert.strictEqual(after?.instance_role, null)
+
+        const bad = yield* bosun(["sessions", "create", "--org", "org-cli-s", "--login", "not a login"], env)
+        assert.strictEqual(bad.code, 1)
+        assert.strictEqual(bad.stdout.includes("bosun_session="), false)
+      }),
+    120_000
+  )
+
   it.effect("secrets rotate rejects a batch size outside 1..200 with exit 1 and queues nothing", () =>
     Effect.gen(function* () {
       const database = yield* TestDatabase

@@ -280,6 +280,41 @@ layer(layerTestServer(), { excludeTestServices: true })("PUT /organizations/:org
     )
   })
 
+  describe("audit evidence", () => {
+    it.effect("records who configured the App, under which request, without any secret", () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const body = appConfiguration("audited")
+        const response = yield* putGithubApp("org-audited", body)
+        assert.strictEqual(response.status, 200)
+        const rows = yield* sql<{
+          actor_kind: string
+          actor_user_id: string | null
+          action: string
+          target: string
+          request_id: string
+          details: unknown
+        }>`
+          SELECT actor_kind, actor_user_id, action, target, request_id, details FROM audit_events
+          WHERE organization_id = 'org-audited'`
+        assert.deepStrictEqual(rows, [
+          {
+            actor_kind: "operator",
+            actor_user_id: null,
+            action: "github_app.configure",
+            target: "github_app:4242",
+            request_id: response.headers.get("x-request-id") ?? "",
+            details: { client_id: body.client_id, slug: body.github_app_slug }
+          }
+        ])
+        const text = JSON.stringify(yield* sql`SELECT audit_events::text AS row FROM audit_events`)
+        for (const secret of [body.client_secret, body.webhook_secret, pemBodySlice(body.private_key)]) {
+          assert.notInclude(text, secret)
+        }
+      })
+    )
+  })
+
   describe("sealed columns", () => {
     it.effect(
       "stores client_secret, private_key and webhook_secret as envelopes (format 1, key version 1) without their plaintext",

@@ -1,0 +1,47 @@
+/**
+ * Audit evidence (spec: Resources, "audit evidence"): one row per privileged action — credential
+ * writes, configuration changes, approvals, work-item actions, key rotation — saying who, what,
+ * on which target, when and under which request id. Details never hold a secret value: callers
+ * pass ids, names and fingerprints only.
+ */
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { RequestContext } from "../observability/RequestContext.ts"
+
+export type AuditActor = { readonly kind: "operator" } | { readonly kind: "user"; readonly userId: string }
+
+export interface AuditEvent {
+  readonly organizationId: string | null
+  readonly actor: AuditActor
+  readonly action: string
+  readonly target: string | null
+  readonly details?: Readonly<Record<string, string | number | boolean | null>>
+}
+
+export class AuditLog extends Context.Service<
+  AuditLog,
+  {
+    /** Records the event, in the caller's transaction when there is one. */
+    readonly record: (event: AuditEvent) => Effect.Effect<void>
+  }
+>()("bosun/server/persistence/AuditLog") {
+  static readonly layer = Layer.effect(
+    AuditLog,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      return AuditLog.of({
+        record: Effect.fn("AuditLog.record")(function* (event: AuditEvent) {
+          const request = yield* Effect.serviceOption(RequestContext)
+          const requestId = request._tag === "Some" ? request.value.requestId : null
+          yield* sql`
+            INSERT INTO audit_events (organization_id, actor_kind, actor_user_id, action, target, request_id, details)
+            VALUES (${event.organizationId}, ${event.actor.kind},
+                    ${event.actor.kind === "user" ? event.actor.userId : null},
+                    ${event.action}, ${event.target}, ${requestId}, ${JSON.stringify(event.details ?? {})}::jsonb)`.pipe(
+            Effect.orDie
+          )
+        })
+      })
+    })
+  )
+}
