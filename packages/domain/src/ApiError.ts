@@ -50,6 +50,13 @@ export class Conflict extends Schema.Error<Conflict>("Conflict")(envelope, { htt
   }
 }
 
+export class BadGateway extends Schema.Error<BadGateway>("BadGateway")(envelope, { httpApiStatus: 502 }) {
+  readonly _tag = "BadGateway"
+  static fromCode(code: string, message: string) {
+    return new BadGateway({ error: { code, message } })
+  }
+}
+
 export class ServiceUnavailable extends Schema.Error<ServiceUnavailable>("ServiceUnavailable")(envelope, {
   httpApiStatus: 503
 }) {
@@ -76,5 +83,10 @@ export const ErrorCodes = {
   rotationInProgress: "rotation_in_progress",
   sessionRequired: "session_required",
   originMismatch: "origin_mismatch",
-  forbidden: "forbidden"
+  forbidden: "forbidden",
+  organizationRequired: "organization_required",
+  githubAppUnconfigured: "github_app_unconfigured",
+  invalidOauthState: "invalid_oauth_state",
+  invalidOauthCode: "invalid_oauth_code",
+  githubUnavailable: "github_unavailable"
 } as const

@@ -1,6 +1,7 @@
 export * from "./ApiError.ts"
 export * from "./api/Api.ts"
 export * from "./api/Auth.ts"
+export * from "./api/AuthApi.ts"
 export * from "./api/GithubAppApi.ts"
 export * from "./api/HealthApi.ts"
 export * from "./api/IdentityApi.ts"

@@ -28,6 +28,7 @@ import { OrganizationsRepo } from "./persistence/OrganizationsRepo.ts"
 import { SecretRotationRepo } from "./persistence/SecretRotationRepo.ts"
 import { SessionsRepo } from "./persistence/SessionsRepo.ts"
 import { UsersRepo } from "./persistence/UsersRepo.ts"
+import { GitHubOAuth } from "./providers/GitHubOAuth.ts"
 import { StorageLive } from "./storage/StorageLive.ts"
 
 /** The HTTP server on `BOSUN_HOST:BOSUN_PORT`. */
@@ -68,7 +69,8 @@ export const appServices = (options: { readonly rotationWorker: boolean }) =>
         SecretRotationRepo.layer,
         UsersRepo.layer,
         AuditLog.layer,
-        SessionsLive
+        SessionsLive,
+        GitHubOAuth.layer
       )
     ),
     Layer.provideMerge(Secrets.layer)

@@ -2,6 +2,7 @@
  * The whole HTTP contract of Bosun: every group the server serves and the dashboard calls.
  */
 import { HttpApi } from "effect/http-api"
+import { AuthApi } from "./AuthApi.ts"
 import { GithubAppApi } from "./GithubAppApi.ts"
 import { HealthApi } from "./HealthApi.ts"
 import { IdentityApi } from "./IdentityApi.ts"
@@ -13,6 +14,7 @@ export class BosunApi extends HttpApi.make("bosun")
   .add(HealthApi)
   .add(InstanceApi)
   .add(IdentityApi)
+  .add(AuthApi)
   .add(GithubAppApi)
   .add(SecretRotationsApi)
   .middleware(RequestValidation) {}

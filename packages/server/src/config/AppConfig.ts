@@ -97,6 +97,8 @@ export interface AppSettings {
     readonly idleTimeout: Duration.Duration
     readonly maxAge: Duration.Duration
   }
+  /** GitHub's REST API (github.com, or a GitHub Enterprise Server's `/api/v3`). */
+  readonly githubApiUrl: URL
 }
 
 const duration = (name: string, fallback: Duration.Duration) => Config.Duration(name).pipe(Config.withDefault(fallback))
@@ -171,7 +173,8 @@ export const appConfig: Config.Config<AppSettings> = Config.all({
   sessions: Config.all({
     idleTimeout: duration("BOSUN_SESSION_IDLE_TIMEOUT", Duration.days(14)),
     maxAge: duration("BOSUN_SESSION_MAX_AGE", Duration.days(30))
-  })
+  }),
+  githubApiUrl: Config.URL("BOSUN_GITHUB_API_URL").pipe(Config.withDefault(new URL("https://api.github.com")))
 }).pipe(
   Config.map(({ baseUrl, ...rest }) => ({
     ...rest,

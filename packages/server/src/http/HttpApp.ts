@@ -9,6 +9,7 @@ import { BosunApi } from "@bosun/domain"
 import { Layer } from "effect"
 import { HttpRouter } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
+import { AuthHttp } from "./AuthHttp.ts"
 import { BootstrapAuthLive } from "./BootstrapAuth.ts"
 import { GithubAppHttp } from "./GithubAppHttp.ts"
 import { HealthHttp } from "./HealthHttp.ts"
@@ -21,7 +22,7 @@ import { RequestValidationLayer } from "./Validation.ts"
 
 /** Every `BosunApi` route with its handlers; needs the services the handlers use. */
 export const ApiRoutes = HttpApiBuilder.layer(BosunApi, { openapiPath: "/api/v1/openapi.json" }).pipe(
-  Layer.provide([HealthHttp, InstanceHttp, IdentityHttp, GithubAppHttp, SecretRotationsHttp]),
+  Layer.provide([HealthHttp, InstanceHttp, IdentityHttp, AuthHttp, GithubAppHttp, SecretRotationsHttp]),
   Layer.provide([RequestValidationLayer, BootstrapAuthLive, SessionAuthLive])
 )
 

@@ -24,6 +24,8 @@ export class GithubAppsRepo extends Context.Service<
     /** Creates or replaces the organization's App configuration, sealing its credentials. */
     readonly upsert: (organizationId: string, app: GithubAppCredentials) => Effect.Effect<void>
     readonly find: (organizationId: string) => Effect.Effect<Option.Option<GithubAppCredentials>, SecretsError>
+    /** The organizations that have an App configured, in id order. */
+    readonly configuredOrganizations: Effect.Effect<ReadonlyArray<string>>
   }
 >()("bosun/server/persistence/GithubAppsRepo") {
   static readonly layer = Layer.effect(
@@ -69,7 +71,14 @@ export class GithubAppsRepo extends Context.Service<
         })
       })
 
-      return GithubAppsRepo.of({ upsert, find })
+      const configuredOrganizations = sql<{ organization_id: string }>`
+        SELECT organization_id FROM github_apps ORDER BY organization_id`.pipe(
+        Effect.map((rows) => rows.map((row) => row.organization_id)),
+        Effect.orDie,
+        Effect.withSpan("GithubAppsRepo.configuredOrganizations")
+      )
+
+      return GithubAppsRepo.of({ upsert, find, configuredOrganizations })
     })
   )
 }

@@ -40,6 +40,7 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
   outbox: { relayInterval: Duration.millis(200), grace: Duration.millis(300), resendAfter: Duration.minutes(15) },
   secretRotation: { lease: Duration.seconds(2), pollInterval: Duration.millis(200) },
   sessions: { idleTimeout: Duration.days(14), maxAge: Duration.days(30) },
+  githubApiUrl: new URL("http://127.0.0.1:9/api/v3"),
   ...overrides
 })
 

@@ -1,0 +1,172 @@
+/**
+ * Sign-in with the GitHub App's OAuth web flow (issue 5; spec: Authentication 1, 5, 9).
+ *
+ * - `GET /api/v1/auth/github/login[?organization_id=]` picks the App (the organization's, or
+ *   the only one configured), and redirects to GitHub with a random `state` that is also kept,
+ *   with the organization, in the HttpOnly cookie `bosun_oauth_state` for 10 minutes.
+ * - `GET /api/v1/auth/github/callback?code&state` needs that cookie with the same state
+ *   (compared in constant time), exchanges the code, reads the user and the App's installations
+ *   the user reaches, records the user and a membership in every Bosun organization mirroring
+ *   one of those accounts — ADMIN for an owner of the GitHub organization (or the account
+ *   itself), MEMBER otherwise — opens a session and redirects to the dashboard. An organization
+ *   not yet tied to a GitHub account is tied to the installation when the user reaches exactly
+ *   one. The user's GitHub token is used for these reads and then dropped.
+ */
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
+import {
+  BadGateway,
+  BadRequest,
+  BosunApi,
+  ErrorCodes,
+  OAUTH_STATE_COOKIE,
+  SESSION_COOKIE,
+  ServiceUnavailable
+} from "@bosun/domain"
+import { Effect, Option, Redacted, Schema } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
+import { SqlClient } from "effect/sql"
+import { AppConfig } from "../config/AppConfig.ts"
+import { AuditLog } from "../persistence/AuditLog.ts"
+import { GithubAppsRepo } from "../persistence/GithubAppsRepo.ts"
+import { OrganizationsRepo } from "../persistence/OrganizationsRepo.ts"
+import { SessionsRepo } from "../persistence/SessionsRepo.ts"
+import { UsersRepo } from "../persistence/UsersRepo.ts"
+import { GitHubOAuth } from "../providers/GitHubOAuth.ts"
+import { sessionCookieOptions } from "./SessionCookie.ts"
+
+const StatePayload = Schema.Struct({ state: Schema.String, organization_id: Schema.String })
+const decodeState = Schema.decodeUnknownOption(Schema.fromJsonString(StatePayload))
+
+const digest = (value: string) => createHash("sha256").update(value, "utf8").digest()
+
+const invalidState = BadRequest.fromCode(
+  ErrorCodes.invalidOauthState,
+  "The sign-in could not be matched to one started here (missing, expired or different state); start again"
+)
+
+export const AuthHttp = HttpApiBuilder.group(
+  BosunApi,
+  "auth",
+  Effect.fn(function* (handlers) {
+    const config = yield* AppConfig
+    const sql = yield* SqlClient.SqlClient
+    const apps = yield* GithubAppsRepo
+    const organizations = yield* OrganizationsRepo
+    const users = yield* UsersRepo
+    const sessions = yield* SessionsRepo
+    const audit = yield* AuditLog
+    const github = yield* GitHubOAuth
+    const redirectUrl = new URL("api/v1/auth/github/callback", config.baseUrl).href
+    const cookieOptions = sessionCookieOptions(config.baseUrl)
+    const stateCookieOptions = { ...cookieOptions, path: "/api/v1/auth/github", maxAge: "10 minutes" as const }
+
+    return handlers
+      .handle("githubLogin", ({ query }) =>
+        Effect.gen(function* () {
+          const configured = yield* apps.configuredOrganizations
+          const organizationId = query.organization_id ?? (configured.length === 1 ? configured[0] : undefined)
+          if (configured.length === 0) {
+            return yield* ServiceUnavailable.fromCode(
+              ErrorCodes.githubAppUnconfigured,
+              "No GitHub App is configured yet (PUT /api/v1/organizations/{organization_id}/github-app)"
+            )
+          }
+          if (organizationId === undefined) {
+            return yield* BadRequest.fromCode(
+              ErrorCodes.organizationRequired,
+              'Several GitHub Apps are configured: name one with the query parameter "organization_id"'
+            )
+          }
+          const app = yield* apps.find(organizationId).pipe(Effect.orDie)
+          if (Option.isNone(app)) {
+            return yield* ServiceUnavailable.fromCode(
+              ErrorCodes.githubAppUnconfigured,
+              "This organization has no GitHub App configured"
+            )
+          }
+          const state = randomBytes(32).toString("base64url")
+          const cookie = Buffer.from(JSON.stringify({ state, organization_id: organizationId })).toString("base64url")
+          return HttpServerResponse.setCookieUnsafe(
+            HttpServerResponse.redirect(github.authorizationUrl({ clientId: app.value.clientId, redirectUrl, state })),
+            OAUTH_STATE_COOKIE,
+            cookie,
+            stateCookieOptions
+          )
+        })
+      )
+      .handle("githubCallback", ({ query }) =>
+        Effect.gen(function* () {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const raw = request.cookies[OAUTH_STATE_COOKIE]
+          const started = Option.flatMap(Option.fromUndefinedOr(raw), (value) =>
+            decodeState(Buffer.from(value, "base64url").toString("utf8"))
+          )
+          if (Option.isNone(started) || !timingSafeEqual(digest(started.value.state), digest(query.state))) {
+            return yield* invalidState
+          }
+          const organizationId = started.value.organization_id
+          const app = yield* apps.find(organizationId).pipe(Effect.orDie)
+          if (Option.isNone(app)) return yield* invalidState
+
+          const fromGithub = (error: { readonly reason: string; readonly message: string }) =>
+            error.reason === "InvalidCode"
+              ? BadRequest.fromCode(ErrorCodes.invalidOauthCode, "GitHub refused the authorization code; sign in again")
+              : BadGateway.fromCode(ErrorCodes.githubUnavailable, `Could not complete the sign-in: ${error.message}`)
+          const token = yield* github
+            .exchangeCode({
+              clientId: app.value.clientId,
+              clientSecret: app.value.clientSecret,
+              code: query.code,
+              redirectUrl
+            })
+            .pipe(Effect.mapError(fromGithub))
+          const profile = yield* github.user(token).pipe(Effect.mapError(fromGithub))
+          const installations = yield* github.installations(token).pipe(Effect.mapError(fromGithub))
+          const roles = yield* Effect.forEach(installations, (installation) =>
+            installation.account.type === "User"
+              ? Effect.succeed(
+                  installation.account.id === profile.githubUserId ? ("ADMIN" as const) : ("MEMBER" as const)
+                )
+              : Effect.map(github.organizationRole(token, installation.account.login), (role) =>
+                  role === "admin" ? ("ADMIN" as const) : ("MEMBER" as const)
+                )
+          ).pipe(Effect.mapError(fromGithub))
+
+          const session = yield* sql
+            .withTransaction(
+              Effect.gen(function* () {
+                const user = yield* users.upsertFromGithub(profile)
+                const [only] = installations
+                if (installations.length === 1 && only !== undefined) {
+                  yield* organizations.linkGithubAccount(organizationId, only.account)
+                }
+                const mirrored = yield* organizations.byGithubAccounts(installations.map((i) => i.account.id))
+                for (const organization of mirrored) {
+                  const index = installations.findIndex((i) => i.account.id === organization.github_account_id)
+                  yield* users.setMembership(organization.id, user.id, roles[index] ?? "MEMBER")
+                }
+                const opened = yield* sessions.create(user.id)
+                yield* audit.record({
+                  organizationId,
+                  actor: { kind: "user", userId: user.id },
+                  action: "session.login",
+                  target: `user:${user.id}`,
+                  details: { session_id: opened.sessionId, organizations: mirrored.length }
+                })
+                return opened
+              })
+            )
+            .pipe(Effect.orDie)
+
+          return HttpServerResponse.redirect(config.baseUrl.href).pipe(
+            HttpServerResponse.setCookieUnsafe(SESSION_COOKIE, Redacted.value(session.token), {
+              ...cookieOptions,
+              maxAge: sessions.settings.maxAge
+            }),
+            HttpServerResponse.expireCookieUnsafe(OAUTH_STATE_COOKIE, stateCookieOptions)
+          )
+        })
+      )
+  })
+)
