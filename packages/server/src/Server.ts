@@ -20,11 +20,13 @@ import { Secrets } from "./crypto/Secrets.ts"
 import { ApiRoutes, serve } from "./http/HttpApp.ts"
 import { OrgAccess } from "./http/OrgAccess.ts"
 import { AuditLog } from "./persistence/AuditLog.ts"
+import { ChatChannelsRepo } from "./persistence/ChatChannelsRepo.ts"
 import { DatabaseLive } from "./persistence/Database.ts"
 import { GithubAppsRepo } from "./persistence/GithubAppsRepo.ts"
 import { Migrator } from "./persistence/Migrator.ts"
 import { OrganizationSecretsRepo } from "./persistence/OrganizationSecretsRepo.ts"
 import { OrganizationsRepo } from "./persistence/OrganizationsRepo.ts"
+import { RepositoriesRepo } from "./persistence/RepositoriesRepo.ts"
 import { SecretRotationRepo } from "./persistence/SecretRotationRepo.ts"
 import { SessionsRepo } from "./persistence/SessionsRepo.ts"
 import { UsersRepo } from "./persistence/UsersRepo.ts"
@@ -70,7 +72,9 @@ export const appServices = (options: { readonly rotationWorker: boolean }) =>
         UsersRepo.layer,
         AuditLog.layer,
         SessionsLive,
-        GitHubOAuth.layer
+        GitHubOAuth.layer,
+        RepositoriesRepo.layer,
+        ChatChannelsRepo.layer
       )
     ),
     Layer.provideMerge(Secrets.layer)

@@ -3,11 +3,13 @@
  */
 import { HttpApi } from "effect/http-api"
 import { AuthApi } from "./AuthApi.ts"
+import { ChatApi } from "./ChatApi.ts"
 import { GithubAppApi } from "./GithubAppApi.ts"
 import { HealthApi } from "./HealthApi.ts"
 import { IdentityApi } from "./IdentityApi.ts"
 import { InstanceApi } from "./InstanceApi.ts"
 import { RequestValidation } from "./Middleware.ts"
+import { RepositoriesApi } from "./RepositoriesApi.ts"
 import { SecretRotationsApi } from "./SecretRotationsApi.ts"
 
 export class BosunApi extends HttpApi.make("bosun")
@@ -15,6 +17,8 @@ export class BosunApi extends HttpApi.make("bosun")
   .add(InstanceApi)
   .add(IdentityApi)
   .add(AuthApi)
+  .add(RepositoriesApi)
+  .add(ChatApi)
   .add(GithubAppApi)
   .add(SecretRotationsApi)
   .middleware(RequestValidation) {}

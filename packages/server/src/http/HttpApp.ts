@@ -11,10 +11,12 @@ import { HttpRouter } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { AuthHttp } from "./AuthHttp.ts"
 import { BootstrapAuthLive } from "./BootstrapAuth.ts"
+import { ChatHttp } from "./ChatHttp.ts"
 import { GithubAppHttp } from "./GithubAppHttp.ts"
 import { HealthHttp } from "./HealthHttp.ts"
 import { IdentityHttp } from "./IdentityHttp.ts"
 import { InstanceHttp } from "./InstanceHttp.ts"
+import { RepositoriesHttp } from "./RepositoriesHttp.ts"
 import { RequestPipelineLayer } from "./RequestPipeline.ts"
 import { SecretRotationsHttp } from "./SecretRotationsHttp.ts"
 import { SessionAuthLive } from "./SessionAuth.ts"
@@ -22,7 +24,16 @@ import { RequestValidationLayer } from "./Validation.ts"
 
 /** Every `BosunApi` route with its handlers; needs the services the handlers use. */
 export const ApiRoutes = HttpApiBuilder.layer(BosunApi, { openapiPath: "/api/v1/openapi.json" }).pipe(
-  Layer.provide([HealthHttp, InstanceHttp, IdentityHttp, AuthHttp, GithubAppHttp, SecretRotationsHttp]),
+  Layer.provide([
+    HealthHttp,
+    InstanceHttp,
+    IdentityHttp,
+    AuthHttp,
+    GithubAppHttp,
+    SecretRotationsHttp,
+    RepositoriesHttp,
+    ChatHttp
+  ]),
   Layer.provide([RequestValidationLayer, BootstrapAuthLive, SessionAuthLive])
 )
 

@@ -11,35 +11,11 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { OrgAccess } from "../../src/http/OrgAccess.ts"
-import { OrganizationsRepo } from "../../src/persistence/OrganizationsRepo.ts"
 import { SessionsRepo } from "../../src/persistence/SessionsRepo.ts"
-import { UsersRepo } from "../../src/persistence/UsersRepo.ts"
+import { errorCode, signIn } from "../support/Identity.ts"
 import { layerTestServer, logsNamed, request } from "../support/TestServer.ts"
 
-/** A user with memberships and a session; returns the cookie header value and the ids. */
-const signIn = (login: string, memberships: ReadonlyArray<readonly [string, "MEMBER" | "ADMIN"]>, superUser = false) =>
-  Effect.gen(function* () {
-    const organizations = yield* OrganizationsRepo
-    const users = yield* UsersRepo
-    const sessions = yield* SessionsRepo
-    const user = yield* users.ensureByLogin(login)
-    if (superUser) yield* users.setSuperUser(user.id, true)
-    for (const [org, role] of memberships) {
-      yield* organizations.ensure(org)
-      yield* users.setMembership(org, user.id, role)
-    }
-    const session = yield* sessions.create(user.id)
-    return {
-      userId: user.id,
-      sessionId: session.sessionId,
-      token: Redacted.value(session.token),
-      cookie: `bosun_session=${Redacted.value(session.token)}`
-    }
-  })
-
 const me = (cookie?: string) => request("/api/v1/me", cookie === undefined ? {} : { headers: { cookie } })
-
-const envelopeCode = (json: unknown) => (json as { error: { code: string } }).error.code
 
 layer(layerTestServer(), { excludeTestServices: true })("sessions", (it) => {
   describe("GET /api/v1/me", () => {
@@ -48,7 +24,7 @@ layer(layerTestServer(), { excludeTestServices: true })("sessions", (it) => {
         for (const cookie of [undefined, "bosun_session=not-a-session", "bosun_session=", "other=1"]) {
           const response = yield* me(cookie)
           assert.strictEqual(response.status, 401, String(cookie))
-          assert.strictEqual(envelopeCode(response.json), "session_required")
+          assert.strictEqual(errorCode(response.json), "session_required")
         }
       })
     )
@@ -171,7 +147,7 @@ layer(layerTestServer(), { excludeTestServices: true })("sessions", (it) => {
           headers: { cookie, origin: "https://evil.example" }
         })
         assert.strictEqual(foreign.status, 403)
-        assert.strictEqual(envelopeCode(foreign.json), "origin_mismatch")
+        assert.strictEqual(errorCode(foreign.json), "origin_mismatch")
         assert.strictEqual((yield* me(cookie)).status, 200)
         const same = yield* request("/api/v1/auth/logout", {
           method: "POST",

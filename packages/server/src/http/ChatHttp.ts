@@ -1,0 +1,59 @@
+/**
+ * `GET .../slack/channels` and `PUT .../slack/channels/{channel_id}/passive-listening` (spec:
+ * Organization endpoints, Resources "Chat channel"). Turning passive listening on or off needs
+ * ADMIN and is audited; a channel Bosun is not in (or of another organization) is 404.
+ */
+import { BosunApi, CurrentUser, ErrorCodes, NotFound } from "@bosun/domain"
+import { Effect, Option } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { SqlClient } from "effect/sql"
+import { AuditLog } from "../persistence/AuditLog.ts"
+import { ChatChannelsRepo } from "../persistence/ChatChannelsRepo.ts"
+import { OrgAccess } from "./OrgAccess.ts"
+
+export const ChatHttp = HttpApiBuilder.group(
+  BosunApi,
+  "chat",
+  Effect.fn(function* (handlers) {
+    const access = yield* OrgAccess
+    const channels = yield* ChatChannelsRepo
+    const audit = yield* AuditLog
+    const sql = yield* SqlClient.SqlClient
+    return handlers
+      .handle("listChannels", ({ params }) =>
+        Effect.gen(function* () {
+          yield* access.member(params.organization_id)
+          return { data: yield* channels.list(params.organization_id) }
+        })
+      )
+      .handle("setPassiveListening", ({ params, payload }) =>
+        Effect.gen(function* () {
+          yield* access.require(params.organization_id, "ADMIN")
+          const user = yield* CurrentUser
+          const channel = yield* sql
+            .withTransaction(
+              Effect.gen(function* () {
+                const updated = yield* channels.setPassive(params.organization_id, params.channel_id, payload.enabled)
+                if (Option.isSome(updated)) {
+                  yield* audit.record({
+                    organizationId: params.organization_id,
+                    actor: { kind: "user", userId: user.userId },
+                    action: payload.enabled ? "chat_channel.passive_on" : "chat_channel.passive_off",
+                    target: `chat_channel:${params.channel_id}`
+                  })
+                }
+                return updated
+              })
+            )
+            .pipe(Effect.orDie)
+          if (Option.isNone(channel)) {
+            return yield* NotFound.fromCode(
+              ErrorCodes.notFound,
+              "Bosun is in no channel with this id in this organization"
+            )
+          }
+          return { data: channel.value }
+        })
+      )
+  })
+)

@@ -1,0 +1,74 @@
+/**
+ * Repositories of an organization (spec: Resources "Repository"). Every query filters by the
+ * organization: a repository id of another organization is simply not found.
+ */
+import type { Repository } from "@bosun/domain"
+import { Context, Effect, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql"
+
+export class RepositoriesRepo extends Context.Service<
+  RepositoriesRepo,
+  {
+    readonly list: (organizationId: string) => Effect.Effect<ReadonlyArray<Repository>>
+    readonly find: (organizationId: string, repositoryId: string) => Effect.Effect<Option.Option<Repository>>
+    readonly setEnabled: (
+      organizationId: string,
+      repositoryId: string,
+      enabled: boolean
+    ) => Effect.Effect<Option.Option<Repository>>
+    /** Records a repository the App reaches (the GitHub integration's write; tests use it too). */
+    readonly upsert: (
+      organizationId: string,
+      repository: {
+        readonly githubRepositoryId: number | null
+        readonly owner: string
+        readonly name: string
+        readonly defaultBranch: string
+      }
+    ) => Effect.Effect<Repository>
+  }
+>()("bosun/server/persistence/RepositoriesRepo") {
+  static readonly layer = Layer.effect(
+    RepositoriesRepo,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const columns = sql.literal("id, owner, name, default_branch, enabled, available, readiness_status")
+      return RepositoriesRepo.of({
+        list: Effect.fn("RepositoriesRepo.list")(function* (organizationId: string) {
+          return yield* sql<Repository>`
+            SELECT ${columns} FROM repositories WHERE organization_id = ${organizationId}
+            ORDER BY lower(owner), lower(name), id`.pipe(Effect.orDie)
+        }),
+        find: Effect.fn("RepositoriesRepo.find")(function* (organizationId: string, repositoryId: string) {
+          const [row] = yield* sql<Repository>`
+            SELECT ${columns} FROM repositories
+            WHERE organization_id = ${organizationId} AND id = ${repositoryId}`.pipe(Effect.orDie)
+          return Option.fromUndefinedOr(row)
+        }),
+        setEnabled: Effect.fn("RepositoriesRepo.setEnabled")(function* (
+          organizationId: string,
+          repositoryId: string,
+          enabled: boolean
+        ) {
+          const [row] = yield* sql<Repository>`
+            UPDATE repositories SET enabled = ${enabled}, updated_at = now()
+            WHERE organization_id = ${organizationId} AND id = ${repositoryId}
+            RETURNING ${columns}`.pipe(Effect.orDie)
+          return Option.fromUndefinedOr(row)
+        }),
+        upsert: Effect.fn("RepositoriesRepo.upsert")(function* (organizationId, repository) {
+          const [row] = yield* sql<Repository>`
+            INSERT INTO repositories (organization_id, github_repository_id, owner, name, default_branch)
+            VALUES (${organizationId}, ${repository.githubRepositoryId}, ${repository.owner}, ${repository.name},
+                    ${repository.defaultBranch})
+            ON CONFLICT (organization_id, owner, name) DO UPDATE SET
+              github_repository_id = excluded.github_repository_id, default_branch = excluded.default_branch,
+              available = true, updated_at = now()
+            RETURNING ${columns}`.pipe(Effect.orDie)
+          if (row === undefined) return yield* Effect.die(new Error("repository upsert returned no row"))
+          return row
+        })
+      })
+    })
+  )
+}
