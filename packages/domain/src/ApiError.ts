@@ -88,5 +88,6 @@ export const ErrorCodes = {
   githubAppUnconfigured: "github_app_unconfigured",
   invalidOauthState: "invalid_oauth_state",
   invalidOauthCode: "invalid_oauth_code",
-  githubUnavailable: "github_unavailable"
+  githubUnavailable: "github_unavailable",
+  memoryNotApproved: "memory_not_approved"
 } as const

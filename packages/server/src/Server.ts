@@ -23,6 +23,7 @@ import { AuditLog } from "./persistence/AuditLog.ts"
 import { ChatChannelsRepo } from "./persistence/ChatChannelsRepo.ts"
 import { DatabaseLive } from "./persistence/Database.ts"
 import { GithubAppsRepo } from "./persistence/GithubAppsRepo.ts"
+import { MemoriesRepo } from "./persistence/MemoriesRepo.ts"
 import { Migrator } from "./persistence/Migrator.ts"
 import { OrganizationSecretsRepo } from "./persistence/OrganizationSecretsRepo.ts"
 import { OrganizationsRepo } from "./persistence/OrganizationsRepo.ts"
@@ -74,7 +75,8 @@ export const appServices = (options: { readonly rotationWorker: boolean }) =>
         SessionsLive,
         GitHubOAuth.layer,
         RepositoriesRepo.layer,
-        ChatChannelsRepo.layer
+        ChatChannelsRepo.layer,
+        MemoriesRepo.layer
       )
     ),
     Layer.provideMerge(Secrets.layer)

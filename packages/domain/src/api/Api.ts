@@ -8,6 +8,7 @@ import { GithubAppApi } from "./GithubAppApi.ts"
 import { HealthApi } from "./HealthApi.ts"
 import { IdentityApi } from "./IdentityApi.ts"
 import { InstanceApi } from "./InstanceApi.ts"
+import { MemoriesApi } from "./MemoriesApi.ts"
 import { RequestValidation } from "./Middleware.ts"
 import { RepositoriesApi } from "./RepositoriesApi.ts"
 import { SecretRotationsApi } from "./SecretRotationsApi.ts"
@@ -19,6 +20,7 @@ export class BosunApi extends HttpApi.make("bosun")
   .add(AuthApi)
   .add(RepositoriesApi)
   .add(ChatApi)
+  .add(MemoriesApi)
   .add(GithubAppApi)
   .add(SecretRotationsApi)
   .middleware(RequestValidation) {}

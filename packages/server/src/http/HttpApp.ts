@@ -16,6 +16,7 @@ import { GithubAppHttp } from "./GithubAppHttp.ts"
 import { HealthHttp } from "./HealthHttp.ts"
 import { IdentityHttp } from "./IdentityHttp.ts"
 import { InstanceHttp } from "./InstanceHttp.ts"
+import { MemoriesHttp } from "./MemoriesHttp.ts"
 import { RepositoriesHttp } from "./RepositoriesHttp.ts"
 import { RequestPipelineLayer } from "./RequestPipeline.ts"
 import { SecretRotationsHttp } from "./SecretRotationsHttp.ts"
@@ -32,7 +33,8 @@ export const ApiRoutes = HttpApiBuilder.layer(BosunApi, { openapiPath: "/api/v1/
     GithubAppHttp,
     SecretRotationsHttp,
     RepositoriesHttp,
-    ChatHttp
+    ChatHttp,
+    MemoriesHttp
   ]),
   Layer.provide([RequestValidationLayer, BootstrapAuthLive, SessionAuthLive])
 )

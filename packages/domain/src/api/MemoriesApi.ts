@@ -1,0 +1,28 @@
+/**
+ * Memories of an organization (spec: Organization endpoints): `PATCH .../memories/{memory_id}`
+ * `{enabled}` on an approved memory (ADMIN or above; 409 when not approved); the list serves the
+ * dashboard.
+ */
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { Conflict, Forbidden, NotFound } from "../ApiError.ts"
+import { PathId } from "../Ids.ts"
+import { Memory, MemoryToggle } from "../Memory.ts"
+import { SessionAuth } from "./Auth.ts"
+
+export class MemoriesApi extends HttpApiGroup.make("memories")
+  .add(
+    HttpApiEndpoint.get("list", "/organizations/:organization_id/memories", {
+      params: { organization_id: PathId },
+      success: Schema.Struct({ data: Schema.Array(Memory) }),
+      error: NotFound
+    }),
+    HttpApiEndpoint.patch("toggle", "/organizations/:organization_id/memories/:memory_id", {
+      params: { organization_id: PathId, memory_id: PathId },
+      payload: MemoryToggle,
+      success: Schema.Struct({ data: Memory }),
+      error: [NotFound, Forbidden, Conflict]
+    })
+  )
+  .middleware(SessionAuth)
+  .prefix("/api/v1") {}

@@ -1,0 +1,72 @@
+/**
+ * `GET .../memories` and `PATCH .../memories/{memory_id}` (spec: Organization endpoints).
+ * Enabling or disabling needs ADMIN (a memory steers every review of the organization), works
+ * only on an approved memory (409 `memory_not_approved` otherwise), sets last_toggled_at/by and
+ * is audited.
+ */
+import { BosunApi, Conflict, CurrentUser, ErrorCodes, NotFound } from "@bosun/domain"
+import { Effect, Option } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { SqlClient } from "effect/sql"
+import { AuditLog } from "../persistence/AuditLog.ts"
+import { MemoriesRepo } from "../persistence/MemoriesRepo.ts"
+import { OrgAccess } from "./OrgAccess.ts"
+
+export const MemoriesHttp = HttpApiBuilder.group(
+  BosunApi,
+  "memories",
+  Effect.fn(function* (handlers) {
+    const access = yield* OrgAccess
+    const memories = yield* MemoriesRepo
+    const audit = yield* AuditLog
+    const sql = yield* SqlClient.SqlClient
+    return handlers
+      .handle("list", ({ params }) =>
+        Effect.gen(function* () {
+          yield* access.member(params.organization_id)
+          return { data: yield* memories.list(params.organization_id) }
+        })
+      )
+      .handle("toggle", ({ params, payload }) =>
+        Effect.gen(function* () {
+          yield* access.require(params.organization_id, "ADMIN")
+          const user = yield* CurrentUser
+          const toggled = yield* sql
+            .withTransaction(
+              Effect.gen(function* () {
+                const memory = yield* memories.toggle(
+                  params.organization_id,
+                  params.memory_id,
+                  payload.enabled,
+                  user.userId
+                )
+                if (Option.isSome(memory)) {
+                  yield* audit.record({
+                    organizationId: params.organization_id,
+                    actor: { kind: "user", userId: user.userId },
+                    action: payload.enabled ? "memory.enable" : "memory.disable",
+                    target: `memory:${params.memory_id}`
+                  })
+                }
+                return memory
+              })
+            )
+            .pipe(
+              Effect.catchTag("SqlError", Effect.die),
+              Effect.catchTag("MemoryNotApproved", ({ lifecycle }) =>
+                Effect.fail(
+                  Conflict.fromCode(
+                    ErrorCodes.memoryNotApproved,
+                    `Only an approved memory can be enabled or disabled; this one is ${lifecycle}`
+                  )
+                )
+              )
+            )
+          if (Option.isNone(toggled)) {
+            return yield* NotFound.fromCode(ErrorCodes.notFound, "No memory has this id in this organization")
+          }
+          return { data: toggled.value }
+        })
+      )
+  })
+)
