@@ -31,6 +31,7 @@ import { RepositoriesRepo } from "./persistence/RepositoriesRepo.ts"
 import { SecretRotationRepo } from "./persistence/SecretRotationRepo.ts"
 import { SessionsRepo } from "./persistence/SessionsRepo.ts"
 import { UsersRepo } from "./persistence/UsersRepo.ts"
+import { WorkflowRunsRepo } from "./persistence/WorkflowRunsRepo.ts"
 import { GitHubOAuth } from "./providers/GitHubOAuth.ts"
 import { StorageLive } from "./storage/StorageLive.ts"
 
@@ -76,7 +77,8 @@ export const appServices = (options: { readonly rotationWorker: boolean }) =>
         GitHubOAuth.layer,
         RepositoriesRepo.layer,
         ChatChannelsRepo.layer,
-        MemoriesRepo.layer
+        MemoriesRepo.layer,
+        WorkflowRunsRepo.layer
       )
     ),
     Layer.provideMerge(Secrets.layer)

@@ -12,6 +12,7 @@ import { MemoriesApi } from "./MemoriesApi.ts"
 import { RequestValidation } from "./Middleware.ts"
 import { RepositoriesApi } from "./RepositoriesApi.ts"
 import { SecretRotationsApi } from "./SecretRotationsApi.ts"
+import { WorkflowRunsApi } from "./WorkflowRunsApi.ts"
 
 export class BosunApi extends HttpApi.make("bosun")
   .add(HealthApi)
@@ -21,6 +22,7 @@ export class BosunApi extends HttpApi.make("bosun")
   .add(RepositoriesApi)
   .add(ChatApi)
   .add(MemoriesApi)
+  .add(WorkflowRunsApi)
   .add(GithubAppApi)
   .add(SecretRotationsApi)
   .middleware(RequestValidation) {}

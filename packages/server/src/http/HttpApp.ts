@@ -22,6 +22,7 @@ import { RequestPipelineLayer } from "./RequestPipeline.ts"
 import { SecretRotationsHttp } from "./SecretRotationsHttp.ts"
 import { SessionAuthLive } from "./SessionAuth.ts"
 import { RequestValidationLayer } from "./Validation.ts"
+import { WorkflowRunsHttp } from "./WorkflowRunsHttp.ts"
 
 /** Every `BosunApi` route with its handlers; needs the services the handlers use. */
 export const ApiRoutes = HttpApiBuilder.layer(BosunApi, { openapiPath: "/api/v1/openapi.json" }).pipe(
@@ -34,7 +35,8 @@ export const ApiRoutes = HttpApiBuilder.layer(BosunApi, { openapiPath: "/api/v1/
     SecretRotationsHttp,
     RepositoriesHttp,
     ChatHttp,
-    MemoriesHttp
+    MemoriesHttp,
+    WorkflowRunsHttp
   ]),
   Layer.provide([RequestValidationLayer, BootstrapAuthLive, SessionAuthLive])
 )

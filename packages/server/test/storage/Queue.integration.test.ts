@@ -4,18 +4,12 @@
  */
 import { layerTestRedis, redisMissingReason, redisUrl, TestDatabase, testKeyPrefix } from "@bosun/testing"
 import { describe } from "@effect/vitest"
-import { Duration, Layer } from "effect"
+import { Layer } from "effect"
 import { runMigrations } from "../../src/persistence/Migrator.ts"
 import { layerPostgres } from "../../src/storage/QueuePostgres.ts"
 import { layerRedis } from "../../src/storage/QueueRedis.ts"
 import { migrationsDir } from "../support/TestServer.ts"
-import { queueConformance } from "./QueueConformance.ts"
-
-export const testQueueSettings = {
-  visibilityTimeout: Duration.millis(400),
-  retryDelay: Duration.millis(100),
-  pollInterval: Duration.millis(100)
-}
+import { queueConformance, testQueueSettings } from "./QueueConformance.ts"
 
 const MigratedDatabase = Layer.effectDiscard(runMigrations(migrationsDir)).pipe(Layer.provideMerge(TestDatabase.layer))
 
