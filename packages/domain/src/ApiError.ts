@@ -89,5 +89,6 @@ export const ErrorCodes = {
   invalidOauthState: "invalid_oauth_state",
   invalidOauthCode: "invalid_oauth_code",
   githubUnavailable: "github_unavailable",
-  memoryNotApproved: "memory_not_approved"
+  memoryNotApproved: "memory_not_approved",
+  invalidCursor: "invalid_cursor"
 } as const

@@ -27,6 +27,7 @@ import { MemoriesRepo } from "./persistence/MemoriesRepo.ts"
 import { Migrator } from "./persistence/Migrator.ts"
 import { OrganizationSecretsRepo } from "./persistence/OrganizationSecretsRepo.ts"
 import { OrganizationsRepo } from "./persistence/OrganizationsRepo.ts"
+import { PullRequestsRepo } from "./persistence/PullRequestsRepo.ts"
 import { RepositoriesRepo } from "./persistence/RepositoriesRepo.ts"
 import { SecretRotationRepo } from "./persistence/SecretRotationRepo.ts"
 import { SessionsRepo } from "./persistence/SessionsRepo.ts"
@@ -78,7 +79,8 @@ export const appServices = (options: { readonly rotationWorker: boolean }) =>
         RepositoriesRepo.layer,
         ChatChannelsRepo.layer,
         MemoriesRepo.layer,
-        WorkflowRunsRepo.layer
+        WorkflowRunsRepo.layer,
+        PullRequestsRepo.layer
       )
     ),
     Layer.provideMerge(Secrets.layer)

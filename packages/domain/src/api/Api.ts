@@ -10,6 +10,7 @@ import { IdentityApi } from "./IdentityApi.ts"
 import { InstanceApi } from "./InstanceApi.ts"
 import { MemoriesApi } from "./MemoriesApi.ts"
 import { RequestValidation } from "./Middleware.ts"
+import { PullRequestsApi } from "./PullRequestsApi.ts"
 import { RepositoriesApi } from "./RepositoriesApi.ts"
 import { SecretRotationsApi } from "./SecretRotationsApi.ts"
 import { WorkflowRunsApi } from "./WorkflowRunsApi.ts"
@@ -23,6 +24,7 @@ export class BosunApi extends HttpApi.make("bosun")
   .add(ChatApi)
   .add(MemoriesApi)
   .add(WorkflowRunsApi)
+  .add(PullRequestsApi)
   .add(GithubAppApi)
   .add(SecretRotationsApi)
   .middleware(RequestValidation) {}

@@ -17,6 +17,7 @@ import { HealthHttp } from "./HealthHttp.ts"
 import { IdentityHttp } from "./IdentityHttp.ts"
 import { InstanceHttp } from "./InstanceHttp.ts"
 import { MemoriesHttp } from "./MemoriesHttp.ts"
+import { PullRequestsHttp } from "./PullRequestsHttp.ts"
 import { RepositoriesHttp } from "./RepositoriesHttp.ts"
 import { RequestPipelineLayer } from "./RequestPipeline.ts"
 import { SecretRotationsHttp } from "./SecretRotationsHttp.ts"
@@ -36,7 +37,8 @@ export const ApiRoutes = HttpApiBuilder.layer(BosunApi, { openapiPath: "/api/v1/
     RepositoriesHttp,
     ChatHttp,
     MemoriesHttp,
-    WorkflowRunsHttp
+    WorkflowRunsHttp,
+    PullRequestsHttp
   ]),
   Layer.provide([RequestValidationLayer, BootstrapAuthLive, SessionAuthLive])
 )

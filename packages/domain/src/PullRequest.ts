@@ -1,0 +1,39 @@
+/**
+ * The pull-request list (spec: Resources "Pull-request list item"; Organization endpoints
+ * `GET .../pull-requests`). Pages are newest-updated first; cursors are opaque and point at a
+ * row's sort key, so rows inserted meanwhile never shift a page already handed out.
+ * `page_size` is 1..100, default 25.
+ */
+import { Schema } from "effect"
+
+export const PullRequestState = Schema.Literals(["OPEN", "CLOSED", "MERGED"])
+
+export const PullRequestListItem = Schema.Struct({
+  author_login: Schema.NullOr(Schema.String),
+  created_at: Schema.String,
+  id: Schema.String,
+  number: Schema.Int,
+  open_findings: Schema.Int,
+  repository: Schema.String,
+  repository_id: Schema.String,
+  resolved_findings: Schema.Int,
+  review_status: Schema.String,
+  state: PullRequestState,
+  title: Schema.String,
+  updated_at: Schema.String
+})
+export type PullRequestListItem = typeof PullRequestListItem.Type
+
+export const DEFAULT_PAGE_SIZE = 25
+export const MAX_PAGE_SIZE = 100
+
+/** A page size as the query string carries it: an integer 1..100. */
+export const PageSize = Schema.NumberFromString.check(
+  Schema.isInt(),
+  Schema.isBetween({ minimum: 1, maximum: MAX_PAGE_SIZE })
+)
+
+export const PageMeta = Schema.Struct({
+  next_cursor: Schema.NullOr(Schema.String),
+  previous_cursor: Schema.NullOr(Schema.String)
+})
