@@ -90,5 +90,6 @@ export const ErrorCodes = {
   invalidOauthCode: "invalid_oauth_code",
   githubUnavailable: "github_unavailable",
   memoryNotApproved: "memory_not_approved",
-  invalidCursor: "invalid_cursor"
+  invalidCursor: "invalid_cursor",
+  actionNotAvailable: "action_not_available"
 } as const

@@ -33,6 +33,7 @@ import { SecretRotationRepo } from "./persistence/SecretRotationRepo.ts"
 import { SessionsRepo } from "./persistence/SessionsRepo.ts"
 import { UsersRepo } from "./persistence/UsersRepo.ts"
 import { WorkflowRunsRepo } from "./persistence/WorkflowRunsRepo.ts"
+import { WorkItemsRepo } from "./persistence/WorkItemsRepo.ts"
 import { GitHubOAuth } from "./providers/GitHubOAuth.ts"
 import { StorageLive } from "./storage/StorageLive.ts"
 
@@ -80,7 +81,8 @@ export const appServices = (options: { readonly rotationWorker: boolean }) =>
         ChatChannelsRepo.layer,
         MemoriesRepo.layer,
         WorkflowRunsRepo.layer,
-        PullRequestsRepo.layer
+        PullRequestsRepo.layer,
+        WorkItemsRepo.layer
       )
     ),
     Layer.provideMerge(Secrets.layer)

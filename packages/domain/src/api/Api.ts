@@ -14,6 +14,7 @@ import { PullRequestsApi } from "./PullRequestsApi.ts"
 import { RepositoriesApi } from "./RepositoriesApi.ts"
 import { SecretRotationsApi } from "./SecretRotationsApi.ts"
 import { WorkflowRunsApi } from "./WorkflowRunsApi.ts"
+import { WorkItemsApi } from "./WorkItemsApi.ts"
 
 export class BosunApi extends HttpApi.make("bosun")
   .add(HealthApi)
@@ -25,6 +26,7 @@ export class BosunApi extends HttpApi.make("bosun")
   .add(MemoriesApi)
   .add(WorkflowRunsApi)
   .add(PullRequestsApi)
+  .add(WorkItemsApi)
   .add(GithubAppApi)
   .add(SecretRotationsApi)
   .middleware(RequestValidation) {}

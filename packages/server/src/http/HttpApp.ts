@@ -24,6 +24,7 @@ import { SecretRotationsHttp } from "./SecretRotationsHttp.ts"
 import { SessionAuthLive } from "./SessionAuth.ts"
 import { RequestValidationLayer } from "./Validation.ts"
 import { WorkflowRunsHttp } from "./WorkflowRunsHttp.ts"
+import { WorkItemsHttp } from "./WorkItemsHttp.ts"
 
 /** Every `BosunApi` route with its handlers; needs the services the handlers use. */
 export const ApiRoutes = HttpApiBuilder.layer(BosunApi, { openapiPath: "/api/v1/openapi.json" }).pipe(
@@ -38,7 +39,8 @@ export const ApiRoutes = HttpApiBuilder.layer(BosunApi, { openapiPath: "/api/v1/
     ChatHttp,
     MemoriesHttp,
     WorkflowRunsHttp,
-    PullRequestsHttp
+    PullRequestsHttp,
+    WorkItemsHttp
   ]),
   Layer.provide([RequestValidationLayer, BootstrapAuthLive, SessionAuthLive])
 )
