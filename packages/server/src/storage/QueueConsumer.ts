@@ -4,7 +4,7 @@
  * how to claim messages, ack, retry, bury, extend a claim, and wait for new work.
  */
 import { Cause, Deferred, Duration, Effect, type Exit, Schedule } from "effect"
-import { MAX_DELIVERIES, type QueueError, type QueueMessage, type QueueName, type QueueSettings } from "./Queue.ts"
+import { MAX_DELIVERIES, type QueueError, type QueueMessage, type QueueName } from "./Queue.ts"
 
 export interface QueueDriver {
   /** Claims up to `max` visible messages of the queue for this consumer (may return none). */
@@ -17,6 +17,13 @@ export interface QueueDriver {
   /** Keeps the claims of the messages still being handled from timing out (one call for all). */
   readonly heartbeat: (messages: ReadonlyArray<QueueMessage>) => Effect.Effect<void, QueueError>
   /**
+   * How long a claimed message may go without a heartbeat before the backend hands it to
+   * another consumer: the visibility timeout, or less where failed and abandoned messages are
+   * found the same way (Redis reclaims anything idle past the retry delay). Heartbeats come
+   * three times as often.
+   */
+  readonly reclaimAfter: Duration.Duration
+  /**
    * Waits until new work may be there (a notification, a poll interval, a blocking read) and
    * returns what it claimed meanwhile, at most `max` (often nothing: the next claim takes it).
    */
@@ -28,14 +35,13 @@ export const describeFailure = (cause: Cause.Cause<unknown>): string => Cause.pr
 
 /**
  * Runs `handler` over the messages `driver` claims, at most `concurrency` at once, until
- * interrupted. One loop heartbeats every message in flight every third of the visibility
- * timeout (a fiber per message cost a tenth of the throughput).
+ * interrupted. One loop heartbeats every message in flight every third of the driver's
+ * `reclaimAfter` (a fiber per message cost a tenth of the throughput).
  */
 export const runConsumer = <E, R>(
   queue: QueueName,
   driver: QueueDriver,
   handler: (message: QueueMessage) => Effect.Effect<void, E, R>,
-  settings: QueueSettings,
   concurrency: number
 ): Effect.Effect<never, QueueError, R> =>
   Effect.gen(function* () {
@@ -49,7 +55,7 @@ export const runConsumer = <E, R>(
         slotFreed = undefined
       }
     })
-    const heartbeatEvery = Duration.max(Duration.millis(10), Duration.divideUnsafe(settings.visibilityTimeout, 3))
+    const heartbeatEvery = Duration.max(Duration.millis(10), Duration.divideUnsafe(driver.reclaimAfter, 3))
 
     const inFlight = new Map<string, QueueMessage>()
     yield* Effect.suspend(() => (inFlight.size === 0 ? Effect.void : driver.heartbeat([...inFlight.values()]))).pipe(

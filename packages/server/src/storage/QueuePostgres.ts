@@ -79,6 +79,7 @@ export const makePostgresQueues = Effect.fn("Queues.makePostgres")(function* (
       sql`UPDATE queue_messages
           SET queue = ${deadLetterQueueOf(queue)}, last_error = ${error}, failed_at = now()
           WHERE id = ${message.id} AND queue = ${queue}`.pipe(Effect.asVoid, Effect.mapError(queueFailure("bury"))),
+    reclaimAfter: settings.visibilityTimeout,
     heartbeat: (messages) =>
       sql`UPDATE queue_messages SET visible_at = now() + make_interval(secs => ${visibilityMs / 1000})
           WHERE id = ANY(${messages.map((m) => Number(m.id))}::bigint[]) AND queue = ${queue}`.pipe(
@@ -102,7 +103,7 @@ export const makePostgresQueues = Effect.fn("Queues.makePostgres")(function* (
         Effect.catch(() => Effect.sleep(settings.pollInterval)),
         Effect.asVoid
       )
-      return yield* runConsumer(queue, driverFor(queue, wake), handler, settings, options?.concurrency ?? 8)
+      return yield* runConsumer(queue, driverFor(queue, wake), handler, options?.concurrency ?? 8)
     })
 
   const list = Effect.fn("Queues.deadLetters.list")(

@@ -182,6 +182,10 @@ export const makeRedisQueues = Effect.fn("Queues.makeRedis")(function* (
         run("heartbeat", () => client.xclaim(stream, GROUP, consumer, 0, ...messages.map((m) => m.id), "JUSTID")).pipe(
           Effect.asVoid
         ),
+      // Reclaims take any entry idle past the retry delay (that is how a failed message comes
+      // back), so a message in flight must be heartbeated well within it, not only within the
+      // visibility timeout: otherwise a handler slower than the retry delay is handled twice.
+      reclaimAfter: Duration.millis(Math.min(retryMs, visibilityMs)),
       // Blocks on the stream itself, no longer than the retry delay so reclaims stay timely.
       waitForWork: (max) => readNew(max, true)
     }
@@ -196,7 +200,7 @@ export const makeRedisQueues = Effect.fn("Queues.makeRedis")(function* (
       yield* ensureGroup(queue)
       const reader = yield* redis.duplicate.pipe(Effect.mapError(queueFailure("connect consumer")))
       const consumer = `c-${process.pid}-${Math.random().toString(36).slice(2, 10)}`
-      return yield* runConsumer(queue, driverFor(queue, reader, consumer), handler, settings, options?.concurrency ?? 8)
+      return yield* runConsumer(queue, driverFor(queue, reader, consumer), handler, options?.concurrency ?? 8)
     })
 
   const list = Effect.fn("Queues.deadLetters.list")(function* (queue: QueueName, limit = 100) {

@@ -156,6 +156,27 @@ export const queueConformance = <E>(name: string, queues: Layer.Layer<Queues | S
       })
     )
 
+    it.effect("handles once a message whose handler is slower than the retry delay, with consumers waiting", () =>
+      Effect.gen(function* () {
+        const queues = yield* Queues
+        const counts = new Map<string, number>()
+        const slow = (m: QueueMessage) =>
+          Effect.sleep(Duration.times(testQueueSettings.retryDelay, 6)).pipe(
+            Effect.andThen(Effect.sync(() => void counts.set(m.body, (counts.get(m.body) ?? 0) + 1)))
+          )
+        yield* consumeInBackground("bosun-review-batches", slow, 2)
+        yield* consumeInBackground("bosun-review-batches", slow, 2)
+        for (let i = 0; i < 6; i++) yield* queues.send("bosun-review-batches", `slower-than-retry-${i}`)
+        yield* waitFor(
+          Effect.sync(() => counts.size),
+          (n) => n === 6
+        )
+        // Long enough for a wrongly reclaimed message to be handled a second time.
+        yield* Effect.sleep(Duration.times(testQueueSettings.retryDelay, 10))
+        assert.deepStrictEqual([...counts.values()], [1, 1, 1, 1, 1, 1])
+      })
+    )
+
     it.effect("handles at most `concurrency` messages at once, and heartbeats keep long handlers' messages", () =>
       Effect.gen(function* () {
         const queues = yield* Queues
