@@ -21,6 +21,7 @@ import { ApiRoutes, serve } from "./http/HttpApp.ts"
 import { OrgAccess } from "./http/OrgAccess.ts"
 import { AuditLog } from "./persistence/AuditLog.ts"
 import { ChatChannelsRepo } from "./persistence/ChatChannelsRepo.ts"
+import { ConfigurationRepo } from "./persistence/ConfigurationRepo.ts"
 import { DatabaseLive } from "./persistence/Database.ts"
 import { GithubAppsRepo } from "./persistence/GithubAppsRepo.ts"
 import { MemoriesRepo } from "./persistence/MemoriesRepo.ts"
@@ -82,7 +83,8 @@ export const appServices = (options: { readonly rotationWorker: boolean }) =>
         MemoriesRepo.layer,
         WorkflowRunsRepo.layer,
         PullRequestsRepo.layer,
-        WorkItemsRepo.layer
+        WorkItemsRepo.layer,
+        ConfigurationRepo.layer
       )
     ),
     Layer.provideMerge(Secrets.layer)

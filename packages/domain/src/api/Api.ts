@@ -4,6 +4,7 @@
 import { HttpApi } from "effect/http-api"
 import { AuthApi } from "./AuthApi.ts"
 import { ChatApi } from "./ChatApi.ts"
+import { ConfigurationApi } from "./ConfigurationApi.ts"
 import { GithubAppApi } from "./GithubAppApi.ts"
 import { HealthApi } from "./HealthApi.ts"
 import { IdentityApi } from "./IdentityApi.ts"
@@ -27,6 +28,7 @@ export class BosunApi extends HttpApi.make("bosun")
   .add(WorkflowRunsApi)
   .add(PullRequestsApi)
   .add(WorkItemsApi)
+  .add(ConfigurationApi)
   .add(GithubAppApi)
   .add(SecretRotationsApi)
   .middleware(RequestValidation) {}

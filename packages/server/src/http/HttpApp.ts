@@ -12,6 +12,7 @@ import { HttpApiBuilder } from "effect/http-api"
 import { AuthHttp } from "./AuthHttp.ts"
 import { BootstrapAuthLive } from "./BootstrapAuth.ts"
 import { ChatHttp } from "./ChatHttp.ts"
+import { ConfigurationHttp } from "./ConfigurationHttp.ts"
 import { GithubAppHttp } from "./GithubAppHttp.ts"
 import { HealthHttp } from "./HealthHttp.ts"
 import { IdentityHttp } from "./IdentityHttp.ts"
@@ -40,7 +41,8 @@ export const ApiRoutes = HttpApiBuilder.layer(BosunApi, { openapiPath: "/api/v1/
     MemoriesHttp,
     WorkflowRunsHttp,
     PullRequestsHttp,
-    WorkItemsHttp
+    WorkItemsHttp,
+    ConfigurationHttp
   ]),
   Layer.provide([RequestValidationLayer, BootstrapAuthLive, SessionAuthLive])
 )
