@@ -91,5 +91,6 @@ export const ErrorCodes = {
   githubUnavailable: "github_unavailable",
   memoryNotApproved: "memory_not_approved",
   invalidCursor: "invalid_cursor",
-  actionNotAvailable: "action_not_available"
+  actionNotAvailable: "action_not_available",
+  suggestionAlreadyDecided: "suggestion_already_decided"
 } as const

@@ -22,6 +22,7 @@ import { OrgAccess } from "./http/OrgAccess.ts"
 import { AuditLog } from "./persistence/AuditLog.ts"
 import { ChatChannelsRepo } from "./persistence/ChatChannelsRepo.ts"
 import { ConfigurationRepo } from "./persistence/ConfigurationRepo.ts"
+import { ContextSuggestionsRepo } from "./persistence/ContextSuggestionsRepo.ts"
 import { DatabaseLive } from "./persistence/Database.ts"
 import { GithubAppsRepo } from "./persistence/GithubAppsRepo.ts"
 import { MemoriesRepo } from "./persistence/MemoriesRepo.ts"
@@ -68,6 +69,7 @@ export const appServices = (options: { readonly rotationWorker: boolean }) =>
     })
   ).pipe(
     Layer.provideMerge(OrgAccess.layer),
+    Layer.provideMerge(ContextSuggestionsRepo.layer),
     Layer.provideMerge(
       Layer.mergeAll(
         OrganizationsRepo.layer,

@@ -5,6 +5,7 @@ import { HttpApi } from "effect/http-api"
 import { AuthApi } from "./AuthApi.ts"
 import { ChatApi } from "./ChatApi.ts"
 import { ConfigurationApi } from "./ConfigurationApi.ts"
+import { ContextSuggestionsApi } from "./ContextSuggestionsApi.ts"
 import { GithubAppApi } from "./GithubAppApi.ts"
 import { HealthApi } from "./HealthApi.ts"
 import { IdentityApi } from "./IdentityApi.ts"
@@ -29,6 +30,7 @@ export class BosunApi extends HttpApi.make("bosun")
   .add(PullRequestsApi)
   .add(WorkItemsApi)
   .add(ConfigurationApi)
+  .add(ContextSuggestionsApi)
   .add(GithubAppApi)
   .add(SecretRotationsApi)
   .middleware(RequestValidation) {}

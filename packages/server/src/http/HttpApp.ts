@@ -13,6 +13,7 @@ import { AuthHttp } from "./AuthHttp.ts"
 import { BootstrapAuthLive } from "./BootstrapAuth.ts"
 import { ChatHttp } from "./ChatHttp.ts"
 import { ConfigurationHttp } from "./ConfigurationHttp.ts"
+import { ContextSuggestionsHttp } from "./ContextSuggestionsHttp.ts"
 import { GithubAppHttp } from "./GithubAppHttp.ts"
 import { HealthHttp } from "./HealthHttp.ts"
 import { IdentityHttp } from "./IdentityHttp.ts"
@@ -42,7 +43,8 @@ export const ApiRoutes = HttpApiBuilder.layer(BosunApi, { openapiPath: "/api/v1/
     WorkflowRunsHttp,
     PullRequestsHttp,
     WorkItemsHttp,
-    ConfigurationHttp
+    ConfigurationHttp,
+    ContextSuggestionsHttp
   ]),
   Layer.provide([RequestValidationLayer, BootstrapAuthLive, SessionAuthLive])
 )

@@ -30,6 +30,16 @@ export class ConfigurationRepo extends Context.Service<
       update: RepositoryConfigurationUpdate,
       userId: string
     ) => Effect.Effect<void>
+    /**
+     * Adds a repository to `secondary_repository_ids` (an approved context suggestion); the
+     * repository takes over its agent group if it did not yet.
+     */
+    readonly addSecondaryRepository: (
+      organizationId: string,
+      repositoryId: string,
+      secondaryRepositoryId: string,
+      userId: string
+    ) => Effect.Effect<void>
     /** Sets an organization-wide group (the organization settings' write; tests use it too). */
     readonly setOrganizationGroup: (
       organizationId: string,
@@ -126,9 +136,30 @@ export class ConfigurationRepo extends Context.Service<
           WHERE organization_id = ${organizationId} AND id = ${repositoryId}`
       }, Effect.orDie)
 
+      const addSecondaryRepository = Effect.fn("ConfigurationRepo.addSecondaryRepository")(function* (
+        organizationId: string,
+        repositoryId: string,
+        secondaryRepositoryId: string,
+        userId: string
+      ) {
+        const current = yield* effective(organizationId, repositoryId)
+        if (current.secondary_repository_ids.includes(secondaryRepositoryId)) return
+        yield* upsertGroup(
+          organizationId,
+          repositoryId,
+          "agent",
+          {
+            ...pick(current, "agent"),
+            secondary_repository_ids: [...current.secondary_repository_ids, secondaryRepositoryId]
+          },
+          userId
+        )
+      }, Effect.orDie)
+
       return ConfigurationRepo.of({
         effective,
         updateRepository,
+        addSecondaryRepository,
         setOrganizationGroup: (organizationId, group, value, userId) =>
           upsertGroup(organizationId, null, group, value, userId).pipe(Effect.orDie)
       })

@@ -1,0 +1,80 @@
+/**
+ * Context suggestions of a repository (spec: Organization endpoints): `GET` for members, `POST
+ * .../decision` for ADMINs (audited; 409 `suggestion_already_decided` the second time).
+ */
+import { BosunApi, Conflict, CurrentUser, ErrorCodes, NotFound } from "@bosun/domain"
+import { Effect, Option } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { SqlClient } from "effect/sql"
+import { AuditLog } from "../persistence/AuditLog.ts"
+import { ContextSuggestionsRepo } from "../persistence/ContextSuggestionsRepo.ts"
+import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
+import { OrgAccess } from "./OrgAccess.ts"
+
+export const ContextSuggestionsHttp = HttpApiBuilder.group(
+  BosunApi,
+  "contextSuggestions",
+  Effect.fn(function* (handlers) {
+    const access = yield* OrgAccess
+    const repositories = yield* RepositoriesRepo
+    const suggestions = yield* ContextSuggestionsRepo
+    const audit = yield* AuditLog
+    const sql = yield* SqlClient.SqlClient
+    return handlers
+      .handle("list", ({ params }) =>
+        Effect.gen(function* () {
+          yield* access.member(params.organization_id)
+          if (Option.isNone(yield* repositories.find(params.organization_id, params.repository_id))) {
+            return yield* NotFound.fromCode(ErrorCodes.notFound, "No repository has this id in this organization")
+          }
+          return { data: yield* suggestions.list(params.organization_id, params.repository_id) }
+        })
+      )
+      .handle("decide", ({ params, payload }) =>
+        Effect.gen(function* () {
+          yield* access.require(params.organization_id, "ADMIN")
+          const user = yield* CurrentUser
+          const approve = payload.decision === "approve"
+          const decided = yield* sql
+            .withTransaction(
+              Effect.gen(function* () {
+                const suggestion = yield* suggestions.decide(
+                  params.organization_id,
+                  params.repository_id,
+                  params.suggestion_id,
+                  approve,
+                  user.userId
+                )
+                if (Option.isSome(suggestion)) {
+                  yield* audit.record({
+                    organizationId: params.organization_id,
+                    actor: { kind: "user", userId: user.userId },
+                    action: approve ? "context_suggestion.approve" : "context_suggestion.reject",
+                    target: `context_suggestion:${params.suggestion_id}`
+                  })
+                }
+                return suggestion
+              })
+            )
+            .pipe(
+              Effect.catchTag("SqlError", Effect.die),
+              Effect.catchTag("SuggestionAlreadyDecided", ({ state }) =>
+                Effect.fail(
+                  Conflict.fromCode(
+                    ErrorCodes.suggestionAlreadyDecided,
+                    `This suggestion was already decided: ${state}`
+                  )
+                )
+              )
+            )
+          if (Option.isNone(decided)) {
+            return yield* NotFound.fromCode(
+              ErrorCodes.notFound,
+              "No context suggestion has this id for this repository"
+            )
+          }
+          return { data: decided.value }
+        })
+      )
+  })
+)
