@@ -1,4 +1,6 @@
+export * from "./AgentConnection.ts"
 export * from "./ApiError.ts"
+export * from "./api/AgentConnectionApi.ts"
 export * from "./api/Api.ts"
 export * from "./api/Auth.ts"
 export * from "./api/AuthApi.ts"

@@ -19,6 +19,7 @@ import { SecretRotation } from "./crypto/SecretRotation.ts"
 import { Secrets } from "./crypto/Secrets.ts"
 import { ApiRoutes, serve } from "./http/HttpApp.ts"
 import { OrgAccess } from "./http/OrgAccess.ts"
+import { AgentConnectionsRepo } from "./persistence/AgentConnectionsRepo.ts"
 import { AuditLog } from "./persistence/AuditLog.ts"
 import { ChatChannelsRepo } from "./persistence/ChatChannelsRepo.ts"
 import { ConfigurationRepo } from "./persistence/ConfigurationRepo.ts"
@@ -86,7 +87,8 @@ export const appServices = (options: { readonly rotationWorker: boolean }) =>
         WorkflowRunsRepo.layer,
         PullRequestsRepo.layer,
         WorkItemsRepo.layer,
-        ConfigurationRepo.layer
+        ConfigurationRepo.layer,
+        AgentConnectionsRepo.layer
       )
     ),
     Layer.provideMerge(Secrets.layer)

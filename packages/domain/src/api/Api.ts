@@ -2,6 +2,7 @@
  * The whole HTTP contract of Bosun: every group the server serves and the dashboard calls.
  */
 import { HttpApi } from "effect/http-api"
+import { AgentConnectionApi } from "./AgentConnectionApi.ts"
 import { AuthApi } from "./AuthApi.ts"
 import { ChatApi } from "./ChatApi.ts"
 import { ConfigurationApi } from "./ConfigurationApi.ts"
@@ -31,6 +32,7 @@ export class BosunApi extends HttpApi.make("bosun")
   .add(WorkItemsApi)
   .add(ConfigurationApi)
   .add(ContextSuggestionsApi)
+  .add(AgentConnectionApi)
   .add(GithubAppApi)
   .add(SecretRotationsApi)
   .middleware(RequestValidation) {}

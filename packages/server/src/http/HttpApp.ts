@@ -9,6 +9,7 @@ import { BosunApi } from "@bosun/domain"
 import { Layer } from "effect"
 import { HttpRouter } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
+import { AgentConnectionHttp } from "./AgentConnectionHttp.ts"
 import { AuthHttp } from "./AuthHttp.ts"
 import { BootstrapAuthLive } from "./BootstrapAuth.ts"
 import { ChatHttp } from "./ChatHttp.ts"
@@ -44,7 +45,8 @@ export const ApiRoutes = HttpApiBuilder.layer(BosunApi, { openapiPath: "/api/v1/
     PullRequestsHttp,
     WorkItemsHttp,
     ConfigurationHttp,
-    ContextSuggestionsHttp
+    ContextSuggestionsHttp,
+    AgentConnectionHttp
   ]),
   Layer.provide([RequestValidationLayer, BootstrapAuthLive, SessionAuthLive])
 )

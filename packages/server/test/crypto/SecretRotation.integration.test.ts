@@ -24,10 +24,12 @@ import { AppConfig, type MasterKeySettings } from "../../src/config/AppConfig.ts
 import { SealedColumns } from "../../src/crypto/SealedColumns.ts"
 import { SecretRotation } from "../../src/crypto/SecretRotation.ts"
 import { Secrets } from "../../src/crypto/Secrets.ts"
+import { AgentConnectionsRepo } from "../../src/persistence/AgentConnectionsRepo.ts"
 import { freePort } from "../../src/persistence/EmbeddedPostgres.ts"
 import { GithubAppsRepo } from "../../src/persistence/GithubAppsRepo.ts"
 import { Migrator } from "../../src/persistence/Migrator.ts"
 import { OrganizationSecretsRepo } from "../../src/persistence/OrganizationSecretsRepo.ts"
+import { UsersRepo } from "../../src/persistence/UsersRepo.ts"
 import { appServices } from "../../src/Server.ts"
 import { spawnServer } from "../support/Process.ts"
 import { layerTestSecrets, testSettings } from "../support/TestServer.ts"
@@ -76,6 +78,7 @@ const reset = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   yield* sql`DELETE FROM organization_secrets`
   yield* sql`DELETE FROM github_apps`
+  yield* sql`DELETE FROM agent_connections`
   yield* sql`DELETE FROM secret_rotations`
 }).pipe(Effect.provide(servicesWith(ring(1, newKey()))), Effect.orDie)
 
@@ -422,6 +425,15 @@ layer(Layer.mergeAll(TestDatabase.layer, LogCapture.layer), { excludeTestService
         const userSecrets = yield* OrganizationSecretsRepo
         yield* userSecrets.put("org-scan", "API_TOKEN", Redacted.make(plaintexts[3] ?? ""))
         yield* seedOrganizationSecrets("org-scan-bulk", 50)
+        const users = yield* UsersRepo
+        const operator = yield* users.ensureByLogin("scan-operator")
+        const connections = yield* AgentConnectionsRepo
+        yield* connections.write(
+          "org-scan",
+          null,
+          () => ({ openai: { type: "api", key: "agent-key-plain-66d0" } }),
+          operator.id
+        )
         // The repositories read back what they sealed.
         const app = Option.getOrThrow(yield* apps.find("org-scan"))
         assert.strictEqual(Redacted.value(app.clientSecret), plaintexts[0])
@@ -433,7 +445,12 @@ layer(Layer.mergeAll(TestDatabase.layer, LogCapture.layer), { excludeTestService
       const columns = yield* sql<{ table_name: string; column_name: string; data_type: string }>`
         SELECT table_name, column_name, data_type FROM information_schema.columns
         WHERE table_schema = 'public' ORDER BY table_name, column_name`
-      const needles = [...plaintexts, fixturePlaintext("org-scan-bulk", 3), "fixture-private-key-body-99"]
+      const needles = [
+        ...plaintexts,
+        fixturePlaintext("org-scan-bulk", 3),
+        "fixture-private-key-body-99",
+        "agent-key-plain-66d0"
+      ]
       const hits: Array<string> = []
       for (const column of columns) {
         for (const needle of needles) {

@@ -1,0 +1,40 @@
+/**
+ * The agent connection (spec: Organization endpoints; the path segment `opencode-connection` is
+ * the spec's): read it (members), set one provider's API key or import an OpenCode `auth.json`
+ * (ADMIN or SUPER_USER, else 403). The optional query parameter `repository_id` selects a
+ * repository's override instead of the organization's connection, for reads and writes alike.
+ */
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { AgentConnection, AgentConnectionWrite, AgentImport, ApiKeyUpdate } from "../AgentConnection.ts"
+import { Forbidden, NotFound } from "../ApiError.ts"
+import { PathId, ProviderId } from "../Ids.ts"
+import { SessionAuth } from "./Auth.ts"
+
+const query = { repository_id: Schema.optional(PathId) }
+
+export class AgentConnectionApi extends HttpApiGroup.make("agentConnection")
+  .add(
+    HttpApiEndpoint.get("get", "/organizations/:organization_id/opencode-connection", {
+      params: { organization_id: PathId },
+      query,
+      success: Schema.Struct({ data: AgentConnection }),
+      error: NotFound
+    }),
+    HttpApiEndpoint.put("setApiKey", "/organizations/:organization_id/opencode-connection/api-keys/:provider_id", {
+      params: { organization_id: PathId, provider_id: ProviderId },
+      query,
+      payload: ApiKeyUpdate,
+      success: Schema.Struct({ data: AgentConnectionWrite }),
+      error: [NotFound, Forbidden]
+    }),
+    HttpApiEndpoint.put("import", "/organizations/:organization_id/opencode-connection/import", {
+      params: { organization_id: PathId },
+      query,
+      payload: AgentImport,
+      success: Schema.Struct({ data: AgentConnectionWrite }),
+      error: [NotFound, Forbidden]
+    })
+  )
+  .middleware(SessionAuth)
+  .prefix("/api/v1") {}

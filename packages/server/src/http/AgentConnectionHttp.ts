@@ -1,0 +1,91 @@
+/**
+ * The agent connection endpoints (spec: Organization endpoints `opencode-connection`;
+ * Authentication 3, 7). Writes need ADMIN or SUPER_USER and are audited with the credential's
+ * fingerprint (never its value); the optional `repository_id` query parameter selects the
+ * repository's override, which leaves the organization's credentials untouched. An import keeps
+ * only `auth` and lists every other top-level section it dropped in `excluded_sections`.
+ */
+import { BosunApi, CurrentUser, ErrorCodes, NotFound } from "@bosun/domain"
+import { Effect, Option } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { SqlClient } from "effect/sql"
+import { AgentConnectionsRepo, type ProviderCredentials } from "../persistence/AgentConnectionsRepo.ts"
+import { AuditLog } from "../persistence/AuditLog.ts"
+import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
+import { OrgAccess } from "./OrgAccess.ts"
+
+export const AgentConnectionHttp = HttpApiBuilder.group(
+  BosunApi,
+  "agentConnection",
+  Effect.fn(function* (handlers) {
+    const access = yield* OrgAccess
+    const repositories = yield* RepositoriesRepo
+    const connections = yield* AgentConnectionsRepo
+    const audit = yield* AuditLog
+    const sql = yield* SqlClient.SqlClient
+
+    const requireRepository = (organizationId: string, repositoryId: string | undefined) =>
+      repositoryId === undefined
+        ? Effect.void
+        : Effect.flatMap(repositories.find(organizationId, repositoryId), (found) =>
+            Option.isNone(found)
+              ? Effect.fail(NotFound.fromCode(ErrorCodes.notFound, "No repository has this id in this organization"))
+              : Effect.void
+          )
+
+    const writeScope = (
+      organizationId: string,
+      repositoryId: string | undefined,
+      action: string,
+      change: (current: ProviderCredentials) => ProviderCredentials
+    ) =>
+      Effect.gen(function* () {
+        yield* access.require(organizationId, "ADMIN")
+        yield* requireRepository(organizationId, repositoryId)
+        const user = yield* CurrentUser
+        yield* sql
+          .withTransaction(
+            Effect.gen(function* () {
+              yield* connections.write(organizationId, repositoryId ?? null, change, user.userId)
+              const written = yield* connections.view(organizationId, repositoryId ?? null)
+              yield* audit.record({
+                organizationId,
+                actor: { kind: "user", userId: user.userId },
+                action,
+                target:
+                  repositoryId === undefined ? "agent_connection:organization" : `agent_connection:${repositoryId}`,
+                details: { fingerprint: written.auth.fingerprint, version: written.auth.active_version }
+              })
+            })
+          )
+          .pipe(Effect.orDie)
+        return yield* connections.view(organizationId, repositoryId ?? null)
+      })
+
+    return handlers
+      .handle("get", ({ params, query }) =>
+        Effect.gen(function* () {
+          yield* access.member(params.organization_id)
+          yield* requireRepository(params.organization_id, query.repository_id)
+          return { data: yield* connections.view(params.organization_id, query.repository_id ?? null) }
+        })
+      )
+      .handle("setApiKey", ({ params, query, payload }) =>
+        Effect.map(
+          writeScope(params.organization_id, query.repository_id, "agent_connection.api_key", (current) => ({
+            ...current,
+            [params.provider_id]: { type: "api", key: payload.api_key }
+          })),
+          (connection) => ({ data: { connection, excluded_sections: [] } })
+        )
+      )
+      .handle("import", ({ params, query, payload }) => {
+        const { auth, ...rest } = payload
+        const excluded = Object.keys(rest).sort()
+        return Effect.map(
+          writeScope(params.organization_id, query.repository_id, "agent_connection.import", () => auth),
+          (connection) => ({ data: { connection, excluded_sections: excluded } })
+        )
+      })
+  })
+)
