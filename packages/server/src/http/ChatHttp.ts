@@ -6,7 +6,6 @@
 import { BosunApi, CurrentUser, ErrorCodes, NotFound } from "@bosun/domain"
 import { Effect, Option } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { SqlClient } from "effect/sql"
 import { AuditLog } from "../persistence/AuditLog.ts"
 import { ChatChannelsRepo } from "../persistence/ChatChannelsRepo.ts"
 import { OrgAccess } from "./OrgAccess.ts"
@@ -18,7 +17,6 @@ export const ChatHttp = HttpApiBuilder.group(
     const access = yield* OrgAccess
     const channels = yield* ChatChannelsRepo
     const audit = yield* AuditLog
-    const sql = yield* SqlClient.SqlClient
     return handlers
       .handle("listChannels", ({ params }) =>
         Effect.gen(function* () {
@@ -30,22 +28,15 @@ export const ChatHttp = HttpApiBuilder.group(
         Effect.gen(function* () {
           yield* access.require(params.organization_id, "ADMIN")
           const user = yield* CurrentUser
-          const channel = yield* sql
-            .withTransaction(
-              Effect.gen(function* () {
-                const updated = yield* channels.setPassive(params.organization_id, params.channel_id, payload.enabled)
-                if (Option.isSome(updated)) {
-                  yield* audit.record({
-                    organizationId: params.organization_id,
-                    actor: { kind: "user", userId: user.userId },
-                    action: payload.enabled ? "chat_channel.passive_on" : "chat_channel.passive_off",
-                    target: `chat_channel:${params.channel_id}`
-                  })
-                }
-                return updated
-              })
-            )
-            .pipe(Effect.orDie)
+          const channel = yield* audit.audited(
+            channels.setPassive(params.organization_id, params.channel_id, payload.enabled),
+            () => ({
+              organizationId: params.organization_id,
+              actor: { kind: "user", userId: user.userId },
+              action: payload.enabled ? "chat_channel.passive_on" : "chat_channel.passive_off",
+              target: `chat_channel:${params.channel_id}`
+            })
+          )
           if (Option.isNone(channel)) {
             return yield* NotFound.fromCode(
               ErrorCodes.notFound,

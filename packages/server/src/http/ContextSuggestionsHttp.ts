@@ -5,7 +5,6 @@
 import { BosunApi, Conflict, CurrentUser, ErrorCodes, NotFound } from "@bosun/domain"
 import { Effect, Option } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { SqlClient } from "effect/sql"
 import { AuditLog } from "../persistence/AuditLog.ts"
 import { ContextSuggestionsRepo } from "../persistence/ContextSuggestionsRepo.ts"
 import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
@@ -19,7 +18,6 @@ export const ContextSuggestionsHttp = HttpApiBuilder.group(
     const repositories = yield* RepositoriesRepo
     const suggestions = yield* ContextSuggestionsRepo
     const audit = yield* AuditLog
-    const sql = yield* SqlClient.SqlClient
     return handlers
       .handle("list", ({ params }) =>
         Effect.gen(function* () {
@@ -35,29 +33,23 @@ export const ContextSuggestionsHttp = HttpApiBuilder.group(
           yield* access.require(params.organization_id, "ADMIN")
           const user = yield* CurrentUser
           const approve = payload.decision === "approve"
-          const decided = yield* sql
-            .withTransaction(
-              Effect.gen(function* () {
-                const suggestion = yield* suggestions.decide(
-                  params.organization_id,
-                  params.repository_id,
-                  params.suggestion_id,
-                  approve,
-                  user.userId
-                )
-                if (Option.isSome(suggestion)) {
-                  yield* audit.record({
-                    organizationId: params.organization_id,
-                    actor: { kind: "user", userId: user.userId },
-                    action: approve ? "context_suggestion.approve" : "context_suggestion.reject",
-                    target: `context_suggestion:${params.suggestion_id}`
-                  })
-                }
-                return suggestion
+          const decided = yield* audit
+            .audited(
+              suggestions.decide(
+                params.organization_id,
+                params.repository_id,
+                params.suggestion_id,
+                approve,
+                user.userId
+              ),
+              () => ({
+                organizationId: params.organization_id,
+                actor: { kind: "user", userId: user.userId },
+                action: approve ? "context_suggestion.approve" : "context_suggestion.reject",
+                target: `context_suggestion:${params.suggestion_id}`
               })
             )
             .pipe(
-              Effect.catchTag("SqlError", Effect.die),
               Effect.catchTag("SuggestionAlreadyDecided", ({ state }) =>
                 Effect.fail(
                   Conflict.fromCode(

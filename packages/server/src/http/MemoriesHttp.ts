@@ -7,7 +7,6 @@
 import { BosunApi, Conflict, CurrentUser, ErrorCodes, NotFound } from "@bosun/domain"
 import { Effect, Option } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { SqlClient } from "effect/sql"
 import { AuditLog } from "../persistence/AuditLog.ts"
 import { MemoriesRepo } from "../persistence/MemoriesRepo.ts"
 import { OrgAccess } from "./OrgAccess.ts"
@@ -19,7 +18,6 @@ export const MemoriesHttp = HttpApiBuilder.group(
     const access = yield* OrgAccess
     const memories = yield* MemoriesRepo
     const audit = yield* AuditLog
-    const sql = yield* SqlClient.SqlClient
     return handlers
       .handle("list", ({ params }) =>
         Effect.gen(function* () {
@@ -31,28 +29,14 @@ export const MemoriesHttp = HttpApiBuilder.group(
         Effect.gen(function* () {
           yield* access.require(params.organization_id, "ADMIN")
           const user = yield* CurrentUser
-          const toggled = yield* sql
-            .withTransaction(
-              Effect.gen(function* () {
-                const memory = yield* memories.toggle(
-                  params.organization_id,
-                  params.memory_id,
-                  payload.enabled,
-                  user.userId
-                )
-                if (Option.isSome(memory)) {
-                  yield* audit.record({
-                    organizationId: params.organization_id,
-                    actor: { kind: "user", userId: user.userId },
-                    action: payload.enabled ? "memory.enable" : "memory.disable",
-                    target: `memory:${params.memory_id}`
-                  })
-                }
-                return memory
-              })
-            )
+          const toggled = yield* audit
+            .audited(memories.toggle(params.organization_id, params.memory_id, payload.enabled, user.userId), () => ({
+              organizationId: params.organization_id,
+              actor: { kind: "user", userId: user.userId },
+              action: payload.enabled ? "memory.enable" : "memory.disable",
+              target: `memory:${params.memory_id}`
+            }))
             .pipe(
-              Effect.catchTag("SqlError", Effect.die),
               Effect.catchTag("MemoryNotApproved", ({ lifecycle }) =>
                 Effect.fail(
                   Conflict.fromCode(

@@ -5,7 +5,6 @@
 import { BosunApi, CurrentUser, ErrorCodes, NotFound } from "@bosun/domain"
 import { Effect, Option } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { SqlClient } from "effect/sql"
 import { AuditLog } from "../persistence/AuditLog.ts"
 import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
 import { OrgAccess } from "./OrgAccess.ts"
@@ -19,7 +18,6 @@ export const RepositoriesHttp = HttpApiBuilder.group(
     const access = yield* OrgAccess
     const repositories = yield* RepositoriesRepo
     const audit = yield* AuditLog
-    const sql = yield* SqlClient.SqlClient
     return handlers
       .handle("list", ({ params }) =>
         Effect.gen(function* () {
@@ -39,26 +37,15 @@ export const RepositoriesHttp = HttpApiBuilder.group(
         Effect.gen(function* () {
           yield* access.require(params.organization_id, "ADMIN")
           const user = yield* CurrentUser
-          const updated = yield* sql
-            .withTransaction(
-              Effect.gen(function* () {
-                const repository = yield* repositories.setEnabled(
-                  params.organization_id,
-                  params.repository_id,
-                  payload.enabled
-                )
-                if (Option.isSome(repository)) {
-                  yield* audit.record({
-                    organizationId: params.organization_id,
-                    actor: { kind: "user", userId: user.userId },
-                    action: payload.enabled ? "repository.enable" : "repository.pause",
-                    target: `repository:${params.repository_id}`
-                  })
-                }
-                return repository
-              })
-            )
-            .pipe(Effect.orDie)
+          const updated = yield* audit.audited(
+            repositories.setEnabled(params.organization_id, params.repository_id, payload.enabled),
+            () => ({
+              organizationId: params.organization_id,
+              actor: { kind: "user", userId: user.userId },
+              action: payload.enabled ? "repository.enable" : "repository.pause",
+              target: `repository:${params.repository_id}`
+            })
+          )
           if (Option.isNone(updated)) return yield* repositoryNotFound
           return { data: updated.value }
         })

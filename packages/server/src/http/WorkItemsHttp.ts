@@ -6,7 +6,6 @@
 import { BosunApi, Conflict, CurrentUser, ErrorCodes, NotFound } from "@bosun/domain"
 import { Effect, Option } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { SqlClient } from "effect/sql"
 import { AuditLog } from "../persistence/AuditLog.ts"
 import { WorkItemsRepo } from "../persistence/WorkItemsRepo.ts"
 import { OrgAccess } from "./OrgAccess.ts"
@@ -20,7 +19,6 @@ export const WorkItemsHttp = HttpApiBuilder.group(
     const access = yield* OrgAccess
     const items = yield* WorkItemsRepo
     const audit = yield* AuditLog
-    const sql = yield* SqlClient.SqlClient
     return handlers
       .handle("list", ({ params }) =>
         Effect.gen(function* () {
@@ -40,24 +38,15 @@ export const WorkItemsHttp = HttpApiBuilder.group(
         Effect.gen(function* () {
           yield* access.member(params.organization_id)
           const user = yield* CurrentUser
-          const item = yield* sql
-            .withTransaction(
-              Effect.gen(function* () {
-                const updated = yield* items.act(params.organization_id, params.work_item_id, payload.action)
-                if (Option.isSome(updated)) {
-                  yield* audit.record({
-                    organizationId: params.organization_id,
-                    actor: { kind: "user", userId: user.userId },
-                    action: `work_item.${payload.action.toLowerCase()}`,
-                    target: `work_item:${params.work_item_id}`,
-                    details: { state: updated.value.state }
-                  })
-                }
-                return updated
-              })
-            )
+          const item = yield* audit
+            .audited(items.act(params.organization_id, params.work_item_id, payload.action), (updated) => ({
+              organizationId: params.organization_id,
+              actor: { kind: "user", userId: user.userId },
+              action: `work_item.${payload.action.toLowerCase()}`,
+              target: `work_item:${params.work_item_id}`,
+              details: { state: updated.state }
+            }))
             .pipe(
-              Effect.catchTag("SqlError", Effect.die),
               Effect.catchTag("ActionNotAvailable", ({ state, available }) =>
                 Effect.fail(
                   Conflict.fromCode(

@@ -4,8 +4,8 @@
  * on which target, when and under which request id. Details never hold a secret value: callers
  * pass ids, names and fingerprints only.
  */
-import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
+import { Context, Effect, Layer, Option } from "effect"
+import { SqlClient, SqlError } from "effect/sql"
 import { RequestContext } from "../observability/RequestContext.ts"
 
 export type AuditActor = { readonly kind: "operator" } | { readonly kind: "user"; readonly userId: string }
@@ -23,24 +23,44 @@ export class AuditLog extends Context.Service<
   {
     /** Records the event, in the caller's transaction when there is one. */
     readonly record: (event: AuditEvent) => Effect.Effect<void>
+    /**
+     * Runs a write that finds its target or not in one transaction with its audit event: the
+     * event is recorded only when the target was found. Database failures are defects.
+     */
+    readonly audited: <A, E, R>(
+      write: Effect.Effect<Option.Option<A>, E, R>,
+      event: (written: A) => AuditEvent
+    ) => Effect.Effect<Option.Option<A>, E, R>
   }
 >()("bosun/server/persistence/AuditLog") {
   static readonly layer = Layer.effect(
     AuditLog,
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
-      return AuditLog.of({
-        record: Effect.fn("AuditLog.record")(function* (event: AuditEvent) {
-          const request = yield* Effect.serviceOption(RequestContext)
-          const requestId = request._tag === "Some" ? request.value.requestId : null
-          yield* sql`
+      const record = Effect.fn("AuditLog.record")(function* (event: AuditEvent) {
+        const request = yield* Effect.serviceOption(RequestContext)
+        const requestId = request._tag === "Some" ? request.value.requestId : null
+        yield* sql`
             INSERT INTO audit_events (organization_id, actor_kind, actor_user_id, action, target, request_id, details)
             VALUES (${event.organizationId}, ${event.actor.kind},
                     ${event.actor.kind === "user" ? event.actor.userId : null},
                     ${event.action}, ${event.target}, ${requestId}, ${JSON.stringify(event.details ?? {})}::jsonb)`.pipe(
-            Effect.orDie
-          )
-        })
+          Effect.orDie
+        )
+      })
+      return AuditLog.of({
+        record,
+        audited: <A, E, R>(write: Effect.Effect<Option.Option<A>, E, R>, event: (written: A) => AuditEvent) =>
+          sql
+            .withTransaction(
+              Effect.tap(write, (written) => (Option.isSome(written) ? record(event(written.value)) : Effect.void))
+            )
+            .pipe(
+              Effect.catchIf(
+                (error): error is SqlError.SqlError => SqlError.isSqlError(error),
+                (error) => Effect.die(error)
+              )
+            )
       })
     })
   )
