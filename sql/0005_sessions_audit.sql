@@ -6,6 +6,10 @@
 -- organization with the rights of its most privileged role.
 ALTER TABLE users ADD COLUMN instance_role text CHECK (instance_role IN ('SUPER_USER'));
 
+-- Where a membership comes from: GITHUB memberships follow the user's GitHub organization role
+-- at each sign-in (and go when it does); OPERATOR memberships (the CLI) are left alone by it.
+ALTER TABLE memberships ADD COLUMN source text NOT NULL DEFAULT 'OPERATOR' CHECK (source IN ('GITHUB', 'OPERATOR'));
+
 CREATE TABLE sessions (
   id text PRIMARY KEY DEFAULT gen_random_uuid()::text,
   token_hash text NOT NULL UNIQUE CHECK (token_hash ~ '^[0-9a-f]{64}$'),

@@ -17,10 +17,10 @@ export const MemoryScope = Schema.Literals(["ORGANIZATION", "REPOSITORY"])
 const Text = Schema.NullOr(Schema.String)
 
 export const MemoryMetadata = Schema.Struct({
-  file_path: Schema.optionalKey(Text),
-  language: Schema.optionalKey(Text),
-  pull_request_number: Schema.optionalKey(Schema.NullOr(Schema.Int)),
-  source_comment_id: Schema.optionalKey(Schema.NullOr(Schema.Int))
+  file_path: Text,
+  language: Text,
+  pull_request_number: Schema.NullOr(Schema.Int),
+  source_comment_id: Schema.NullOr(Schema.Int)
 })
 
 export const Memory = Schema.Struct({

@@ -9,7 +9,7 @@
  * | WAITING (APPROVAL)            | APPROVE | IN_PROGRESS / IMPLEMENTING / —      |              |
  * | WAITING (APPROVAL)            | REJECT  | CANCELLED / DONE / —                | now          |
  * | OPEN, WAITING, IN_PROGRESS    | CANCEL  | CANCELLED / DONE / —                | now          |
- * | FAILED                        | RETRY   | IN_PROGRESS / (unchanged) / —       |              |
+ * | FAILED                        | RETRY   | IN_PROGRESS / (unchanged) / —       | cleared      |
  * | FAILED                        | CANCEL  | CANCELLED / DONE / —                | now          |
  * | COMPLETED, CANCELLED          | REOPEN  | OPEN / INTAKE / —                   | cleared      |
  */
@@ -61,7 +61,7 @@ export const applyAction = (
     case "CANCEL":
       return { state: "CANCELLED", phase: "DONE", waiting_reason: null, completed: "now" }
     case "RETRY":
-      return { state: "IN_PROGRESS", phase: status.phase, waiting_reason: null, completed: "unchanged" }
+      return { state: "IN_PROGRESS", phase: status.phase, waiting_reason: null, completed: "cleared" }
     case "REOPEN":
       return { state: "OPEN", phase: "INTAKE", waiting_reason: null, completed: "cleared" }
   }

@@ -19,6 +19,7 @@ import { appServices } from "../Server.ts"
 import { BOSUN_VERSION } from "../Version.ts"
 import { CliFailure } from "./CliFailure.ts"
 import { keys } from "./commands/keys.ts"
+import { link } from "./commands/organizations.ts"
 import { rotate, status } from "./commands/secrets.ts"
 import { create as createSession } from "./commands/sessions.ts"
 import { grant, revoke } from "./commands/users.ts"
@@ -51,9 +52,14 @@ const users = Command.make("users").pipe(
   Command.withSubcommands([grant.pipe(Command.provide(services(false))), revoke.pipe(Command.provide(services(false)))])
 )
 
+const organizations = Command.make("organizations").pipe(
+  Command.withDescription("Organizations"),
+  Command.withSubcommands([link.pipe(Command.provide(services(false)))])
+)
+
 const bosun = Command.make("bosun").pipe(
   Command.withDescription("Bosun operator commands"),
-  Command.withSubcommands([keys, secrets, sessions, users])
+  Command.withSubcommands([keys, secrets, sessions, users, organizations])
 )
 
 /** The line a failure prints: none for parse errors and help, which the CLI has already shown. */

@@ -6,11 +6,14 @@
  *   with the organization, in the HttpOnly cookie `bosun_oauth_state` for 10 minutes.
  * - `GET /api/v1/auth/github/callback?code&state` needs that cookie with the same state
  *   (compared in constant time), exchanges the code, reads the user and the App's installations
- *   the user reaches, records the user and a membership in every Bosun organization mirroring
- *   one of those accounts — ADMIN for an owner of the GitHub organization (or the account
- *   itself), MEMBER otherwise — opens a session and redirects to the dashboard. An organization
- *   not yet tied to a GitHub account is tied to the installation when the user reaches exactly
- *   one. The user's GitHub token is used for these reads and then dropped.
+ *   the user reaches, and records the user with a membership in every Bosun organization that
+ *   mirrors one of those accounts and of which the user really is a member on GitHub — ADMIN
+ *   for an owner of the GitHub organization (or the personal account itself), MEMBER for an
+ *   active member; outside collaborators and pending invitations get nothing. GitHub-derived
+ *   memberships the user no longer has are removed; operator-granted ones are left alone. A
+ *   sign-in never ties an organization to a GitHub account: an operator does
+ *   (`bosun organizations link`), and the account id is completed at the first matching
+ *   sign-in. The user's GitHub token is used for these reads and then dropped.
  */
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
 import {
@@ -123,29 +126,31 @@ export const AuthHttp = HttpApiBuilder.group(
             .pipe(Effect.mapError(fromGithub))
           const profile = yield* github.user(token).pipe(Effect.mapError(fromGithub))
           const installations = yield* github.installations(token).pipe(Effect.mapError(fromGithub))
-          const roles = yield* Effect.forEach(installations, (installation) =>
+          // Only real members count: an outside collaborator or a pending invitation sees the
+          // installation too, and another user's personal installation is not theirs.
+          const reached = yield* Effect.forEach(installations, (installation) =>
             installation.account.type === "User"
-              ? Effect.succeed(
-                  installation.account.id === profile.githubUserId ? ("ADMIN" as const) : ("MEMBER" as const)
-                )
+              ? Effect.succeed(installation.account.id === profile.githubUserId ? ("ADMIN" as const) : undefined)
               : Effect.map(github.organizationRole(token, installation.account.login), (role) =>
-                  role === "admin" ? ("ADMIN" as const) : ("MEMBER" as const)
+                  role === "admin" ? ("ADMIN" as const) : role === "member" ? ("MEMBER" as const) : undefined
                 )
           ).pipe(Effect.mapError(fromGithub))
+          const memberOf = installations.flatMap((installation, index) => {
+            const role = reached[index]
+            return role === undefined ? [] : [{ account: installation.account, role }]
+          })
 
           const session = yield* sql
             .withTransaction(
               Effect.gen(function* () {
                 const user = yield* users.upsertFromGithub(profile)
-                const [only] = installations
-                if (installations.length === 1 && only !== undefined) {
-                  yield* organizations.linkGithubAccount(organizationId, only.account)
-                }
-                const mirrored = yield* organizations.byGithubAccounts(installations.map((i) => i.account.id))
+                const mirrored = yield* organizations.byGithubAccounts(memberOf.map((m) => m.account))
+                const roles = new Map<string, "ADMIN" | "MEMBER">()
                 for (const organization of mirrored) {
-                  const index = installations.findIndex((i) => i.account.id === organization.github_account_id)
-                  yield* users.setMembership(organization.id, user.id, roles[index] ?? "MEMBER")
+                  const membership = memberOf.find((m) => m.account.id === organization.github_account_id)
+                  if (membership !== undefined) roles.set(organization.id, membership.role)
                 }
+                yield* users.syncGithubMemberships(user.id, roles)
                 const opened = yield* sessions.create(user.id)
                 yield* audit.record({
                   organizationId,

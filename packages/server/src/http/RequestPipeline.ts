@@ -224,6 +224,23 @@ export const RequestPipelineLayer = HttpRouter.middleware(
             return Effect.succeed(HttpServerResponse.setHeader(outcome.response, "X-Request-ID", requestId))
           })
 
+        // Postgres cannot store a NUL character: refuse it in the URL before it reaches a query.
+        const nul = request.url.indexOf("%00")
+        if (nul !== -1) {
+          const query = request.url.indexOf("?")
+          const inQuery = query !== -1 && query < nul
+          return Effect.provideService(
+            finish({
+              response: errorResponse(
+                400,
+                inQuery ? ErrorCodes.invalidQuery : ErrorCodes.invalidParams,
+                `Invalid ${inQuery ? "query parameter" : "path"}: NUL characters are not accepted`
+              )
+            }),
+            RequestContext,
+            context
+          )
+        }
         // Once open the gate never closes, so the path is only inspected while it is shut.
         const handled =
           !migrator.isOpen() && isApiPath(request.url)

@@ -153,6 +153,13 @@ export class AgentConnectionsRepo extends Context.Service<
         change: (current: ProviderCredentials) => ProviderCredentials,
         userId: string
       ) {
+        // Two first writes of one scope have no row to lock yet: serialise them on the scope's
+        // owner (the repository, or the organization) so the second sees the first's row.
+        yield* (
+          repositoryId === null
+            ? sql`SELECT id FROM organizations WHERE id = ${organizationId} FOR UPDATE`
+            : sql`SELECT id FROM repositories WHERE organization_id = ${organizationId} AND id = ${repositoryId} FOR UPDATE`
+        ).pipe(Effect.orDie)
         const existing = yield* scopeRow(organizationId, repositoryId, true)
         const id = Option.match(existing, { onNone: () => randomUUID(), onSome: (row) => row.id })
         const current = yield* Option.match(existing, {

@@ -69,7 +69,17 @@ export class ConfigurationRepo extends Context.Service<
         for (const group of CONFIGURATION_GROUPS) {
           const own = rows.find((row) => row.group_name === group && row.repository_level)
           const organization = rows.find((row) => row.group_name === group && !row.repository_level)
-          Object.assign(merged, DEFAULT_CONFIGURATION[group], organization?.value ?? {}, own?.value ?? {})
+          if (group === "review_policy") {
+            // Field by field: a partial policy (and the guidance only an organization sets) still
+            // leaves every field defined.
+            merged.review_policy = {
+              ...DEFAULT_CONFIGURATION.review_policy.review_policy,
+              ...((organization?.value.review_policy as GroupValues | undefined) ?? {}),
+              ...((own?.value.review_policy as GroupValues | undefined) ?? {})
+            }
+          } else {
+            Object.assign(merged, DEFAULT_CONFIGURATION[group], organization?.value ?? {}, own?.value ?? {})
+          }
           overrides[group] = own !== undefined
           sources[group] = own !== undefined ? "REPOSITORY" : organization !== undefined ? "ORGANIZATION" : "DEFAULT"
         }
@@ -91,6 +101,9 @@ export class ConfigurationRepo extends Context.Service<
           Effect.asVoid
         )
 
+      const lockRepository = (organizationId: string, repositoryId: string) =>
+        sql`SELECT id FROM repositories WHERE organization_id = ${organizationId} AND id = ${repositoryId} FOR UPDATE`
+
       const pick = (source: RepositoryConfiguration, group: ConfigurationGroup): GroupValues =>
         Object.fromEntries(
           Object.keys(DEFAULT_CONFIGURATION[group]).map((key) => [key, source[key as keyof RepositoryConfiguration]])
@@ -102,6 +115,8 @@ export class ConfigurationRepo extends Context.Service<
         update: RepositoryConfigurationUpdate,
         userId: string
       ) {
+        // One writer per repository at a time: the groups are read, changed and written whole.
+        yield* lockRepository(organizationId, repositoryId)
         // A repository override holds its whole group: start from what it inherits now.
         const current = yield* effective(organizationId, repositoryId)
         const agent = {
@@ -110,13 +125,16 @@ export class ConfigurationRepo extends Context.Service<
           automatic_pr_description: update.automatic_pr_description,
           issue_pull_request_mode: update.issue_pull_request_mode
         }
-        const reviewPolicy = { review_policy: { ...current.review_policy, ...update.review_policy } }
+        // The guidance stays the organization's: the PUT does not carry it.
+        const reviewPolicy = { review_policy: update.review_policy }
         const sandbox = { sandbox_config: update.sandbox_config, sandbox_provider: update.sandbox_provider }
         yield* upsertGroup(organizationId, repositoryId, "agent", agent, userId)
         yield* upsertGroup(organizationId, repositoryId, "review_policy", reviewPolicy, userId)
         yield* upsertGroup(organizationId, repositoryId, "sandbox", sandbox, userId)
-        // Sandbox readiness: AGENT_ONE cannot run on PLATFORM_CONTAINER (spec: Trust boundaries 3).
-        if (update.agent_provider === "AGENT_ONE" && update.sandbox_provider === "PLATFORM_CONTAINER") {
+        // Sandbox readiness, from the configuration now in effect: AGENT_ONE cannot run on
+        // PLATFORM_CONTAINER (spec: Trust boundaries 3).
+        const now = yield* effective(organizationId, repositoryId)
+        if (now.agent_provider === "AGENT_ONE" && now.sandbox_provider === "PLATFORM_CONTAINER") {
           yield* sql`
             INSERT INTO readiness_findings (organization_id, repository_id, code, severity, message)
             VALUES (${organizationId}, ${repositoryId}, ${AGENT_ONE_FINDING}, 'BLOCKING', ${AGENT_ONE_ON_PLATFORM_CONTAINER})
@@ -142,6 +160,11 @@ export class ConfigurationRepo extends Context.Service<
         secondaryRepositoryId: string,
         userId: string
       ) {
+        yield* lockRepository(organizationId, repositoryId)
+        // Only a repository of the same organization can be context.
+        const [sibling] = yield* sql`
+          SELECT id FROM repositories WHERE organization_id = ${organizationId} AND id = ${secondaryRepositoryId}`
+        if (sibling === undefined) return
         const current = yield* effective(organizationId, repositoryId)
         if (current.secondary_repository_ids.includes(secondaryRepositoryId)) return
         yield* upsertGroup(

@@ -9,7 +9,8 @@ import { SqlClient, type Statement } from "effect/sql"
 /** Only an APPROVED memory can be enabled or disabled. */
 export class MemoryNotApproved extends Data.TaggedError("MemoryNotApproved")<{ readonly lifecycle: string }> {}
 
-type Row = Omit<Memory, "created_at" | "updated_at" | "approved_at" | "last_toggled_at"> & {
+type Row = Omit<Memory, "created_at" | "updated_at" | "approved_at" | "last_toggled_at" | "metadata"> & {
+  readonly metadata: Partial<Memory["metadata"]>
   readonly created_at: Date
   readonly updated_at: Date
   readonly approved_at: Date | null
@@ -18,6 +19,13 @@ type Row = Omit<Memory, "created_at" | "updated_at" | "approved_at" | "last_togg
 
 const toMemory = (row: Row): Memory => ({
   ...row,
+  // Every key of the spec's metadata, null when the source did not record it.
+  metadata: {
+    file_path: row.metadata.file_path ?? null,
+    language: row.metadata.language ?? null,
+    pull_request_number: row.metadata.pull_request_number ?? null,
+    source_comment_id: row.metadata.source_comment_id ?? null
+  },
   created_at: row.created_at.toISOString(),
   updated_at: row.updated_at.toISOString(),
   approved_at: row.approved_at?.toISOString() ?? null,
@@ -32,7 +40,7 @@ export interface NewMemory {
   readonly proposedBy?: string
   readonly sourceType?: string
   readonly sourceUrl?: string
-  readonly metadata?: Memory["metadata"]
+  readonly metadata?: Partial<Memory["metadata"]>
 }
 
 export class MemoriesRepo extends Context.Service<

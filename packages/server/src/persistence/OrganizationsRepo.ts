@@ -10,14 +10,17 @@ export class OrganizationsRepo extends Context.Service<
   {
     /** Creates the organization `id` unless it exists; true when it was created. */
     readonly ensure: (id: string) => Effect.Effect<boolean>
-    /** Ties an organization not yet tied to a GitHub account to this one (no-op otherwise). */
-    readonly linkGithubAccount: (
-      id: string,
-      account: { readonly id: number; readonly login: string }
-    ) => Effect.Effect<void>
-    /** The organizations mirroring these GitHub accounts. */
+    /**
+     * Ties the organization to a GitHub account by its login (an operator's decision; a verified
+     * installation webhook will do the same). Until its first sign-in the account id is unknown.
+     */
+    readonly setGithubLogin: (id: string, login: string) => Effect.Effect<boolean>
+    /**
+     * The organizations mirroring these GitHub accounts: by account id, or by the login an
+     * operator tied before the id was known (which the id then completes).
+     */
     readonly byGithubAccounts: (
-      accountIds: ReadonlyArray<number>
+      accounts: ReadonlyArray<{ readonly id: number; readonly login: string }>
     ) => Effect.Effect<ReadonlyArray<{ readonly id: string; readonly github_account_id: number }>>
   }
 >()("bosun/server/persistence/OrganizationsRepo") {
@@ -33,23 +36,25 @@ export class OrganizationsRepo extends Context.Service<
             ON CONFLICT (id) DO NOTHING RETURNING id`.pipe(Effect.orDie)
           return rows.length > 0
         }),
-        linkGithubAccount: Effect.fn("OrganizationsRepo.linkGithubAccount")(function* (
-          id: string,
-          account: { readonly id: number; readonly login: string }
-        ) {
-          yield* sql`
-            UPDATE organizations SET github_account_id = ${account.id}, login = ${account.login}, updated_at = now()
-            WHERE id = ${id} AND github_account_id IS NULL
-              AND NOT EXISTS (SELECT 1 FROM organizations WHERE github_account_id = ${account.id})`.pipe(Effect.orDie)
+        setGithubLogin: Effect.fn("OrganizationsRepo.setGithubLogin")(function* (id: string, login: string) {
+          const rows = yield* sql`
+            UPDATE organizations SET login = ${login}, github_account_id = NULL, updated_at = now()
+            WHERE id = ${id} RETURNING id`.pipe(Effect.orDie)
+          return rows.length > 0
         }),
         byGithubAccounts: Effect.fn("OrganizationsRepo.byGithubAccounts")(function* (
-          accountIds: ReadonlyArray<number>
+          accounts: ReadonlyArray<{ readonly id: number; readonly login: string }>
         ) {
-          if (accountIds.length === 0) return []
-          const rows = yield* sql<{ id: string; github_account_id: string }>`
-            SELECT id, github_account_id::text AS github_account_id FROM organizations
-            WHERE github_account_id = ANY(${accountIds.map((n) => BigInt(n))}::bigint[])`.pipe(Effect.orDie)
-          return rows.map((row) => ({ id: row.id, github_account_id: Number(row.github_account_id) }))
+          const matched: Array<{ id: string; github_account_id: number }> = []
+          for (const account of accounts) {
+            const rows = yield* sql<{ id: string }>`
+              UPDATE organizations SET github_account_id = ${account.id}, login = ${account.login}, updated_at = now()
+              WHERE github_account_id = ${account.id}
+                 OR (github_account_id IS NULL AND lower(login) = lower(${account.login}))
+              RETURNING id`.pipe(Effect.orDie)
+            for (const row of rows) matched.push({ id: row.id, github_account_id: account.id })
+          }
+          return matched
         })
       })
     })

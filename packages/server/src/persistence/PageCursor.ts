@@ -14,7 +14,11 @@ export interface SortKey {
 
 const CursorJson = Schema.Struct({
   d: Schema.Literals(["next", "prev"]),
-  u: Schema.String.check(Schema.isPattern(/^\d{1,20}$/)),
+  // A bigint: at most 19 digits and no larger than 2^63 - 1.
+  u: Schema.String.check(
+    Schema.isPattern(/^\d{1,19}$/),
+    Schema.makeFilter((digits: string) => (BigInt(digits) <= 9223372036854775807n ? undefined : "out of range"))
+  ),
   i: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(128))
 })
 const decodeJson = Schema.decodeUnknownOption(Schema.fromJsonString(CursorJson))

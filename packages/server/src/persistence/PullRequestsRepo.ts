@@ -78,7 +78,7 @@ export class PullRequestsRepo extends Context.Service<
                 : sql`(${micros}, p.id) < (${options.cursor.key.micros}::bigint, ${options.cursor.key.id})`
           const order = backwards ? sql.literal("ASC") : sql.literal("DESC")
           const rows = yield* sql<Row>`
-            SELECT ${columns} FROM pull_requests p JOIN repositories r ON r.id = p.repository_id
+            SELECT ${columns} FROM pull_requests p JOIN repositories r ON r.id = p.repository_id AND r.organization_id = p.organization_id
             WHERE p.organization_id = ${organizationId} AND ${state} AND ${search} AND ${after}
             ORDER BY ${micros} ${order}, p.id ${order}
             LIMIT ${options.pageSize + 1}`.pipe(Effect.orDie)
@@ -109,7 +109,7 @@ export class PullRequestsRepo extends Context.Service<
               title = excluded.title, state = excluded.state, updated_at = now()
             RETURNING id`.pipe(Effect.orDie)
           const [item] = yield* sql<Row>`
-            SELECT ${columns} FROM pull_requests p JOIN repositories r ON r.id = p.repository_id
+            SELECT ${columns} FROM pull_requests p JOIN repositories r ON r.id = p.repository_id AND r.organization_id = p.organization_id
             WHERE p.organization_id = ${organizationId} AND p.id = ${row?.id ?? ""}`.pipe(Effect.orDie)
           if (item === undefined) return yield* Effect.die(new Error("pull request upsert returned no row"))
           return toItem(item)

@@ -37,6 +37,15 @@ export class UsersRepo extends Context.Service<
       userId: string,
       role: Exclude<Role, "SUPER_USER">
     ) => Effect.Effect<void>
+    /**
+     * Makes the user's GitHub-derived memberships exactly `roles` (organization id -> role):
+     * adds or updates those, deletes the user's other GitHub-derived memberships. Memberships an
+     * operator granted are never touched.
+     */
+    readonly syncGithubMemberships: (
+      userId: string,
+      roles: ReadonlyMap<string, Exclude<Role, "SUPER_USER">>
+    ) => Effect.Effect<void>
     /** The user's role in one organization: SUPER_USER for operators, else the membership's. */
     readonly roleIn: (organizationId: string, userId: string) => Effect.Effect<Option.Option<Role>>
     /** Every organization the user may see, with the role there. */
@@ -112,6 +121,23 @@ export class UsersRepo extends Context.Service<
         )
       })
 
+      const syncGithubMemberships = Effect.fn("UsersRepo.syncGithubMemberships")(function* (
+        userId: string,
+        roles: ReadonlyMap<string, Exclude<Role, "SUPER_USER">>
+      ) {
+        const organizations = [...roles.keys()]
+        yield* sql`
+          DELETE FROM memberships WHERE user_id = ${userId} AND source = 'GITHUB'
+            AND NOT (organization_id = ANY(${organizations}::text[]))`.pipe(Effect.orDie)
+        for (const [organizationId, role] of roles) {
+          yield* sql`
+            INSERT INTO memberships (organization_id, user_id, role, source)
+            VALUES (${organizationId}, ${userId}, ${role}, 'GITHUB')
+            ON CONFLICT (organization_id, user_id) DO UPDATE SET role = excluded.role, updated_at = now()
+            WHERE memberships.source = 'GITHUB'`.pipe(Effect.orDie)
+        }
+      })
+
       const roleIn = Effect.fn("UsersRepo.roleIn")(function* (organizationId: string, userId: string) {
         const [row] = yield* sql<{ role: Role | null; super_user: boolean; exists: boolean }>`
           SELECT m.role, u.instance_role = 'SUPER_USER' AS super_user,
@@ -142,6 +168,7 @@ export class UsersRepo extends Context.Service<
         findByLogin,
         setSuperUser,
         setMembership,
+        syncGithubMemberships,
         roleIn,
         organizationsOf
       })

@@ -268,6 +268,20 @@ layer(Server, { excludeTestServices: true })("request pipeline", (it) => {
       })
     )
 
+    it.effect("refuses a NUL character in the path or the query with 400, before any handler runs", () =>
+      Effect.gen(function* () {
+        const inPath = yield* request("/api/v1/probe/items/a%00b")
+        assert.strictEqual(inPath.status, 400)
+        assert.deepStrictEqual(inPath.json, {
+          error: { code: "invalid_path_parameter", message: "Invalid path: NUL characters are not accepted" }
+        })
+        assert.match(inPath.headers.get("x-request-id") ?? "", RequestIdPattern)
+        const inQuery = yield* request("/api/v1/probe/items/abc?page_size=1%00")
+        assert.strictEqual(inQuery.status, 400)
+        assert.strictEqual((inQuery.json as { error: { code: string } }).error.code, "invalid_query_parameter")
+      })
+    )
+
     it.effect("answers a body that is not JSON with 415 and the envelope, not the library's plain text", () =>
       Effect.gen(function* () {
         const response = yield* request("/api/v1/probe/items", {

@@ -10,6 +10,8 @@ import { FakeGithub, type FakeGithubUser, LogCapture } from "@bosun/testing"
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
+import { OrganizationsRepo } from "../../src/persistence/OrganizationsRepo.ts"
+import { UsersRepo } from "../../src/persistence/UsersRepo.ts"
 import { layerTestServer, request, TEST_BOOTSTRAP_TOKEN } from "../support/TestServer.ts"
 
 const PRIVATE_KEY = generateKeyPairSync("rsa", { modulusLength: 2048 })
@@ -112,6 +114,9 @@ layer(Server, { excludeTestServices: true })("GitHub sign-in", (it) => {
         const fake = yield* FakeGithub
         assert.strictEqual((yield* configureApp("acme-login")).status, 200)
         fake.addApp(APP)
+        // The operator ties the organization to its GitHub account (bosun organizations link).
+        const organizations = yield* OrganizationsRepo
+        assert.isTrue(yield* organizations.setGithubLogin("acme-login", "acme-gh"))
         const { location, state, cookieAttributes } = yield* startLogin()
         assert.strictEqual(`${location.origin}${location.pathname}`, `${fake.url}/login/oauth/authorize`)
         assert.strictEqual(location.searchParams.get("client_id"), APP.clientId)
@@ -126,7 +131,7 @@ layer(Server, { excludeTestServices: true })("GitHub sign-in", (it) => {
       })
   )
 
-  it.effect("signs an owner of the GitHub organization in as ADMIN and ties the organization to the account", () =>
+  it.effect("signs an owner of the GitHub organization in as ADMIN and completes the account id of the tie", () =>
     Effect.gen(function* () {
       const fake = yield* FakeGithub
       const sql = yield* SqlClient.SqlClient
@@ -176,6 +181,64 @@ layer(Server, { excludeTestServices: true })("GitHub sign-in", (it) => {
     })
   )
 
+  it.effect(
+    "gives no membership to an outside collaborator who sees the installation, nor for another user's account",
+    () =>
+      Effect.gen(function* () {
+        // GitHub lists the installation (the user can reach one repository) but the user is not a
+        // member of the organization: /user/memberships/orgs/acme-gh answers 404.
+        const collaborator = yield* signInAs(githubUser(105, "collaborator", { orgRoles: {} }))
+        assert.deepStrictEqual((yield* me(collaborator.session)).organizations, [])
+        const organizations = yield* OrganizationsRepo
+        yield* organizations.ensure("mona-personal")
+        yield* organizations.setGithubLogin("mona-personal", "mona")
+        const personal = [{ id: 5002, account: { id: 7777, login: "mona", type: "User" as const } }]
+        const visitor = yield* signInAs(githubUser(106, "visitor", { installations: personal }))
+        assert.deepStrictEqual((yield* me(visitor.session)).organizations, [])
+        const owner = yield* signInAs(githubUser(7777, "mona", { installations: personal }))
+        assert.deepStrictEqual((yield* me(owner.session)).organizations, [
+          { id: "mona-personal", name: "mona-personal", login: "mona", role: "ADMIN" }
+        ])
+      })
+  )
+
+  it.effect("removes a GitHub-derived membership the user lost, leaving operator-granted ones alone", () =>
+    Effect.gen(function* () {
+      const users = yield* UsersRepo
+      const organizations = yield* OrganizationsRepo
+      const first = yield* signInAs(githubUser(107, "leaver", { orgRoles: { "acme-gh": "member" } }))
+      assert.strictEqual((yield* me(first.session)).organizations.length, 1)
+      const user = yield* users.findByLogin("leaver")
+      yield* organizations.ensure("granted-by-operator")
+      yield* users.setMembership("granted-by-operator", user._tag === "Some" ? user.value.id : "", "ADMIN")
+      const again = yield* signInAs(githubUser(107, "leaver", { orgRoles: {} }))
+      const expected = [{ id: "granted-by-operator", name: "granted-by-operator", login: null, role: "ADMIN" as const }]
+      assert.deepStrictEqual((yield* me(again.session)).organizations, expected)
+      // Access is checked per request: the earlier session lost the organization too.
+      assert.deepStrictEqual((yield* me(first.session)).organizations, expected)
+    })
+  )
+
+  it.effect("never ties an organization to a GitHub account at sign-in", () =>
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const fake = yield* FakeGithub
+      assert.strictEqual((yield* configureApp("untied-org", "Iv1.untied")).status, 200)
+      fake.addApp({ clientId: "Iv1.untied", clientSecret: APP.clientSecret })
+      const { state, cookie } = yield* startLogin("?organization_id=untied-org")
+      const attacker = githubUser(108, "attacker", {
+        installations: [{ id: 6001, account: { id: 108, login: "attacker", type: "User" } }]
+      })
+      const response = yield* callback(fake.issueCode("Iv1.untied", attacker), state, cookie)
+      assert.strictEqual(response.status, 302)
+      const [row] = yield* sql<{ login: string | null; github_account_id: string | null }>`
+        SELECT login, github_account_id::text AS github_account_id FROM organizations WHERE id = 'untied-org'`
+      assert.deepStrictEqual(row, { login: null, github_account_id: null })
+      const session = setCookies(response.headers).bosun_session?.value ?? ""
+      assert.deepStrictEqual((yield* me(`bosun_session=${session}`)).organizations, [])
+    })
+  )
+
   it.effect("updates a returning user from GitHub instead of creating another", () =>
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
@@ -196,8 +259,8 @@ layer(Server, { excludeTestServices: true })("GitHub sign-in", (it) => {
         const fake = yield* FakeGithub
         const sql = yield* SqlClient.SqlClient
         const [before] = yield* sql<{ n: string }>`SELECT count(*)::text AS n FROM sessions`
-        const { state, cookie } = yield* startLogin()
-        const other = yield* startLogin()
+        const { state, cookie } = yield* startLogin("?organization_id=acme-login")
+        const other = yield* startLogin("?organization_id=acme-login")
         for (const [code, sentState, sentCookie] of [
           [fake.issueCode(APP.clientId, githubUser(110, "no-cookie")), state, undefined],
           [fake.issueCode(APP.clientId, githubUser(111, "wrong-state")), other.state, cookie],
@@ -215,7 +278,7 @@ layer(Server, { excludeTestServices: true })("GitHub sign-in", (it) => {
 
     it.effect("answers a code GitHub refuses with 400 invalid_oauth_code", () =>
       Effect.gen(function* () {
-        const { state, cookie } = yield* startLogin()
+        const { state, cookie } = yield* startLogin("?organization_id=acme-login")
         const response = yield* callback("not-a-code-github-issued", state, cookie)
         assert.strictEqual(response.status, 400)
         assert.strictEqual(errorCode(response.json), "invalid_oauth_code")
@@ -225,7 +288,7 @@ layer(Server, { excludeTestServices: true })("GitHub sign-in", (it) => {
     it.effect("answers a GitHub outage with 502 github_unavailable, naming no credential", () =>
       Effect.gen(function* () {
         const fake = yield* FakeGithub
-        const { state, cookie } = yield* startLogin()
+        const { state, cookie } = yield* startLogin("?organization_id=acme-login")
         const code = fake.issueCode(APP.clientId, githubUser(120, "during-outage"))
         fake.failWith(503)
         const response = yield* callback(code, state, cookie).pipe(

@@ -258,6 +258,29 @@ layer(layerTestServer(), { excludeTestServices: true })("agent connection", (it)
       })
   )
 
+  it.effect("two first writes at once both land, one after the other; a SUPER_USER may write too", () =>
+    Effect.gen(function* () {
+      const f = yield* fixture("ac-race")
+      const results = yield* Effect.all(
+        [
+          put(f.admin.cookie, `${base("ac-race")}/api-keys/openai`, { api_key: "k1" }),
+          put(f.admin.cookie, `${base("ac-race")}/api-keys/anthropic`, { api_key: "k2" })
+        ],
+        { concurrency: 2 }
+      )
+      assert.deepStrictEqual(
+        results.map((r) => r.status),
+        [200, 200]
+      )
+      const after = yield* read(f.member.cookie, base("ac-race"))
+      assert.strictEqual(after.auth.active_version, 2)
+      assert.deepStrictEqual(after.auth.provider_ids, ["anthropic", "openai"])
+      const operator = yield* signIn("ac-operator", [], true)
+      const byOperator = yield* put(operator.cookie, `${base("ac-race")}/api-keys/mistral`, { api_key: "k3" })
+      assert.strictEqual(written(byOperator).connection.auth.active_version, 3)
+    })
+  )
+
   it.effect("never puts a key in a log line or in audit evidence", () =>
     Effect.gen(function* () {
       const capture = yield* LogCapture

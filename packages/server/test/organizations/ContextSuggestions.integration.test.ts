@@ -90,6 +90,40 @@ layer(layerTestServer(), { excludeTestServices: true })("context suggestions", (
     })
   )
 
+  it.effect("two approvals at once for one repository keep both secondary repositories", () =>
+    Effect.gen(function* () {
+      const f = yield* fixture("cs-race")
+      const repositories = yield* RepositoriesRepo
+      const suggestions = yield* ContextSuggestionsRepo
+      const third = yield* repositories.upsert("cs-race", {
+        githubRepositoryId: null,
+        owner: "acme",
+        name: "sdk",
+        defaultBranch: "main"
+      })
+      const second = yield* suggestions.propose("cs-race", {
+        primaryRepositoryId: f.primary.id,
+        secondaryRepositoryId: third.id,
+        secondaryOwner: "acme",
+        secondaryName: "sdk",
+        source: "IMPORT_ANALYSIS"
+      })
+      const results = yield* Effect.all(
+        [
+          decide(f.admin.cookie, "cs-race", f.primary.id, f.suggestion.id, "approve"),
+          decide(f.admin.cookie, "cs-race", f.primary.id, second.id, "approve")
+        ],
+        { concurrency: 2 }
+      )
+      assert.deepStrictEqual(
+        results.map((r) => r.status),
+        [200, 200]
+      )
+      const ids = yield* secondaryIds(f.member.cookie, "cs-race", f.primary.id)
+      assert.deepStrictEqual([...ids].sort(), [f.secondary.id, third.id].sort())
+    })
+  )
+
   it.effect("rejecting leaves the configuration as it was", () =>
     Effect.gen(function* () {
       const f = yield* fixture("cs-reject")

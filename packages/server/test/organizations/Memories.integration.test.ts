@@ -135,6 +135,13 @@ layer(layerTestServer(), { excludeTestServices: true })("memories", (it) => {
       assert.strictEqual(memory.enabled, true)
       assert.strictEqual(memory.lifecycle, "APPROVED")
       assert.strictEqual(memory.scope, "ORGANIZATION")
+      // Recorded without metadata: every key of the spec's metadata is there, null.
+      assert.deepStrictEqual(memory.metadata, {
+        file_path: null,
+        language: null,
+        pull_request_number: null,
+        source_comment_id: null
+      })
       assert.strictEqual(memory.last_toggled_by, f.admin.userId)
       assert.strictEqual(memory.last_toggled_by_login, "mem-admin")
       assert.strictEqual(memory.approved_by_login, "mem-admin")

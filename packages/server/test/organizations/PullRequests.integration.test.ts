@@ -217,6 +217,14 @@ layer(layerTestServer(), { excludeTestServices: true })("pull requests", (it) =>
         ["state=DRAFT", "invalid_query_parameter"],
         ["cursor=not-a-cursor!", "invalid_cursor"],
         [`cursor=${Buffer.from('{"d":"next"}').toString("base64url")}`, "invalid_cursor"],
+        [
+          `cursor=${Buffer.from('{"d":"next","u":"99999999999999999999","i":"x"}').toString("base64url")}`,
+          "invalid_cursor"
+        ],
+        [
+          `cursor=${Buffer.from('{"d":"next","u":"9223372036854775808","i":"x"}').toString("base64url")}`,
+          "invalid_cursor"
+        ],
         [`search=${"x".repeat(201)}`, "invalid_query_parameter"]
       ] as const) {
         const response = yield* get(query)

@@ -68,7 +68,7 @@ describe("work-item state machine", () => {
       state: "IN_PROGRESS",
       phase: "REVIEWING",
       waiting_reason: null,
-      completed: "unchanged"
+      completed: "cleared"
     })
     const done = { state: "COMPLETED", phase: "DONE", waiting_reason: null } as const
     assert.deepStrictEqual(availableActions(done), ["REOPEN"])
