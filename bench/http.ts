@@ -2,7 +2,9 @@
  * `npm run bench:http`: loads `GET /healthz` and `GET /api/v1/instance` of a real Bosun server
  * process and of a bare `node:http` server in the same run, with autocannon for a fixed time,
  * and prints requests/s, p50/p99 latency and each server's idle and peak RSS, with Bosun's
- * throughput as a ratio of the bare server's. Writes the figures to `.bench/http.json`.
+ * throughput as a ratio of the bare server's. Then both serve the same fixed request rate and
+ * their CPU microseconds per request are compared, a figure less swayed by the load generator
+ * sharing the cores. Writes the figures to `.bench/http.json`.
  *
  * Bosun runs exactly as `npm start` runs it: on `DATABASE_URL` when set, else on its embedded
  * Postgres in a temporary data directory; its JSON request log goes to /dev/null.
@@ -73,6 +75,25 @@ const load = async (url: string, seconds: number): Promise<Figures> => {
   }
 }
 
+/** CPU time (user + system) a process has used so far, in microseconds, from /proc. */
+const cpuMicros = async (pid: number) => {
+  const stat = await fs.readFile(`/proc/${pid}/stat`, "utf8")
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+  const ticks = Number(fields[11]) + Number(fields[12])
+  return (ticks / 100) * 1_000_000
+}
+
+/**
+ * CPU microseconds per request at a fixed request rate: steadier than the open-loop ratio on a
+ * shared 2-core machine, where the load generator and the server compete for the cores.
+ */
+const cpuPerRequest = async (url: string, pid: number, rate: number, seconds: number) => {
+  const before = await cpuMicros(pid)
+  const result = await autocannon({ url, connections, duration: seconds, pipelining: 1, overallRate: rate })
+  const after = await cpuMicros(pid)
+  return result.requests.total === 0 ? 0 : (after - before) / result.requests.total
+}
+
 const stop = (child: ChildProcess) =>
   new Promise<void>((resolve) => {
     if (child.exitCode !== null) return resolve()
@@ -102,16 +123,29 @@ const main = async () => {
       ["healthz", "/healthz"],
       ["api_v1_instance", "/api/v1/instance"]
     ] as const
-    const results: Record<string, { bare: Figures; bosun: Figures; ratio: number }> = {}
+    const results: Record<
+      string,
+      {
+        bare: Figures
+        bosun: Figures
+        ratio: number
+        fixedRate: { requestsPerSec: number; bareCpuMicrosPerRequest: number; bosunCpuMicrosPerRequest: number }
+      }
+    > = {}
     for (const [name, route] of targets) {
       await load(`http://127.0.0.1:${barePort}${route}`, 2)
       await load(`http://127.0.0.1:${bosunPort}${route}`, 2)
       const bareFigures = await load(`http://127.0.0.1:${barePort}${route}`, duration)
       const bosunFigures = await load(`http://127.0.0.1:${bosunPort}${route}`, duration)
+      // Both servers at the same fixed rate, well below the slower one's saturation.
+      const rate = Math.max(1000, Math.round(Math.min(bareFigures.requestsPerSec, bosunFigures.requestsPerSec) * 0.5))
+      const bareCpu = await cpuPerRequest(`http://127.0.0.1:${barePort}${route}`, bare.pid ?? 0, rate, 6)
+      const bosunCpu = await cpuPerRequest(`http://127.0.0.1:${bosunPort}${route}`, bosun.pid ?? 0, rate, 6)
       results[name] = {
         bare: bareFigures,
         bosun: bosunFigures,
-        ratio: bosunFigures.requestsPerSec / bareFigures.requestsPerSec
+        ratio: bosunFigures.requestsPerSec / bareFigures.requestsPerSec,
+        fixedRate: { requestsPerSec: rate, bareCpuMicrosPerRequest: bareCpu, bosunCpuMicrosPerRequest: bosunCpu }
       }
     }
     const peak = { bare: await memory(bare.pid ?? 0), bosun: await memory(bosun.pid ?? 0) }
@@ -146,6 +180,9 @@ const main = async () => {
         )
       }
       console.log(`${`${name}: bosun / bare`.padEnd(28)}${fmt(r.ratio * 100, 1)} %`)
+      console.log(
+        `${`${name}: CPU µs/request`.padEnd(28)} bare ${r.fixedRate.bareCpuMicrosPerRequest.toFixed(1)}, bosun ${r.fixedRate.bosunCpuMicrosPerRequest.toFixed(1)} at ${r.fixedRate.requestsPerSec} req/s (bare / bosun ${((r.fixedRate.bareCpuMicrosPerRequest / r.fixedRate.bosunCpuMicrosPerRequest) * 100).toFixed(1)} %)`
+      )
     }
     console.log(
       `RSS MB idle/peak — bare: ${idle.bare.rssMb.toFixed(0)}/${peak.bare.peakMb.toFixed(0)}, bosun: ${idle.bosun.rssMb.toFixed(0)}/${peak.bosun.peakMb.toFixed(0)}`
