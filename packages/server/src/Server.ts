@@ -1,7 +1,8 @@
 /**
  * The Bosun server process as one Layer: configuration, instance secrets, the database (external
  * or embedded), the Migrator with its boot-time run, the storage roles (blob store, cache, queues,
- * outbox relay), and the HTTP application on a Node server.
+ * outbox relay), the application services (sealing, repositories, sessions, the GitHub OAuth
+ * client, the secret-rotation worker), and the HTTP application on a Node server.
  * `main.ts` launches it; integration tests build the same layer with their own database, port and
  * extra routes.
  */

@@ -59,8 +59,6 @@ export class SecretRotation extends Context.Service<
       readonly batchSize: number
     }) => Effect.Effect<{ readonly run: SecretRotationRun; readonly created: boolean }, RotationConflict>
     readonly get: (id: string) => Effect.Effect<Option.Option<SecretRotationRun>>
-    /** Works on claimable runs until none is left (what the worker does on each wake-up). */
-    readonly drain: Effect.Effect<void>
   }
 >()("bosun/server/crypto/SecretRotation") {
   static readonly layer = (settings: SecretRotationSettings) =>
@@ -215,6 +213,7 @@ export class SecretRotation extends Context.Service<
             )
           }).pipe(Effect.withSpan("SecretRotation.process", { attributes: { rotation_id: run.id } }))
 
+        // Works on claimable runs until none is left: what the worker does on each wake-up.
         const drain: Effect.Effect<void> = Effect.gen(function* () {
           while (true) {
             const claimed = yield* repo.claim(owner, settings.lease)
@@ -256,7 +255,7 @@ export class SecretRotation extends Context.Service<
         const get = (id: string) => Effect.map(repo.find(id), Option.map(publicRun))
 
         // The worker: wakes when this process queues a run, else every pollInterval.
-        if (settings.worker === false) return SecretRotation.of({ start, get, drain })
+        if (settings.worker === false) return SecretRotation.of({ start, get })
         yield* (settings.ready ?? Effect.void).pipe(
           Effect.andThen(
             Effect.forever(
@@ -271,7 +270,7 @@ export class SecretRotation extends Context.Service<
           Effect.forkScoped
         )
 
-        return SecretRotation.of({ start, get, drain })
+        return SecretRotation.of({ start, get })
       })
     )
 }

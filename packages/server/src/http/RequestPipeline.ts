@@ -3,10 +3,12 @@
  * Events 6, Health endpoints). In order, it:
  * - picks the request id (an inbound `X-Request-ID` matching the spec's pattern, else a new one)
  *   and sets it on every response;
+ * - refuses a NUL character in the URL with a 400 (Postgres cannot store one);
  * - holds `/api/*` behind the migration gate;
  * - turns whatever failed into the `{"error": {"code", "message"}}` envelope: unmatched routes
  *   404, unreadable bodies 400, defects 500 with a generic message (the stack goes to the
- *   `http_request_failed` log line only);
+ *   `http_request_failed` log line only), and an error status a library answered in its own
+ *   format (e.g. a 415 in text/plain) into the envelope, its headers kept;
  * - writes exactly one `http_request` JSON line with the matched route template.
  * It logs no header values and no bodies.
  */
