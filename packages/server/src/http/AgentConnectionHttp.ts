@@ -7,14 +7,14 @@
  */
 import { BosunApi, CurrentUser, ErrorCodes, NotFound } from "@bosun/domain"
 import { Effect, Option } from "effect"
-import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient } from "effect/sql"
 import { AgentConnectionsRepo, type ProviderCredentials } from "../persistence/AgentConnectionsRepo.ts"
 import { AuditLog } from "../persistence/AuditLog.ts"
 import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
+import { group } from "./ApiGroup.ts"
 import { OrgAccess } from "./OrgAccess.ts"
 
-export const AgentConnectionHttp = HttpApiBuilder.group(
+export const AgentConnectionHttp = group(
   BosunApi,
   "agentConnection",
   Effect.fn(function* (handlers) {

@@ -27,7 +27,6 @@ import {
 } from "@bosun/domain"
 import { Effect, Option, Redacted, Schema } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
-import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/AppConfig.ts"
 import { AuditLog } from "../persistence/AuditLog.ts"
@@ -36,6 +35,7 @@ import { OrganizationsRepo } from "../persistence/OrganizationsRepo.ts"
 import { SessionsRepo } from "../persistence/SessionsRepo.ts"
 import { UsersRepo } from "../persistence/UsersRepo.ts"
 import { GitHubOAuth } from "../providers/GitHubOAuth.ts"
+import { group } from "./ApiGroup.ts"
 import { sessionCookieOptions } from "./SessionCookie.ts"
 
 const StatePayload = Schema.Struct({ state: Schema.String, organization_id: Schema.String })
@@ -48,7 +48,7 @@ const invalidState = BadRequest.fromCode(
   "The sign-in could not be matched to one started here (missing, expired or different state); start again"
 )
 
-export const AuthHttp = HttpApiBuilder.group(
+export const AuthHttp = group(
   BosunApi,
   "auth",
   Effect.fn(function* (handlers) {

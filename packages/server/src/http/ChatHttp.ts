@@ -5,12 +5,12 @@
  */
 import { BosunApi, CurrentUser, ErrorCodes, NotFound } from "@bosun/domain"
 import { Effect, Option } from "effect"
-import { HttpApiBuilder } from "effect/http-api"
 import { AuditLog } from "../persistence/AuditLog.ts"
 import { ChatChannelsRepo } from "../persistence/ChatChannelsRepo.ts"
+import { group } from "./ApiGroup.ts"
 import { OrgAccess } from "./OrgAccess.ts"
 
-export const ChatHttp = HttpApiBuilder.group(
+export const ChatHttp = group(
   BosunApi,
   "chat",
   Effect.fn(function* (handlers) {

@@ -6,16 +6,16 @@
 import { BosunApi, CurrentUser, ErrorCodes, NotFound } from "@bosun/domain"
 import { Effect, Option } from "effect"
 import { HttpServerResponse } from "effect/http"
-import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient } from "effect/sql"
 import { AuditLog } from "../persistence/AuditLog.ts"
 import { ConfigurationRepo } from "../persistence/ConfigurationRepo.ts"
 import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
+import { group } from "./ApiGroup.ts"
 import { OrgAccess } from "./OrgAccess.ts"
 
 const repositoryNotFound = NotFound.fromCode(ErrorCodes.notFound, "No repository has this id in this organization")
 
-export const ConfigurationHttp = HttpApiBuilder.group(
+export const ConfigurationHttp = group(
   BosunApi,
   "configuration",
   Effect.fn(function* (handlers) {

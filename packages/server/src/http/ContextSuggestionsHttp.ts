@@ -4,13 +4,13 @@
  */
 import { BosunApi, Conflict, CurrentUser, ErrorCodes, NotFound } from "@bosun/domain"
 import { Effect, Option } from "effect"
-import { HttpApiBuilder } from "effect/http-api"
 import { AuditLog } from "../persistence/AuditLog.ts"
 import { ContextSuggestionsRepo } from "../persistence/ContextSuggestionsRepo.ts"
 import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
+import { group } from "./ApiGroup.ts"
 import { OrgAccess } from "./OrgAccess.ts"
 
-export const ContextSuggestionsHttp = HttpApiBuilder.group(
+export const ContextSuggestionsHttp = group(
   BosunApi,
   "contextSuggestions",
   Effect.fn(function* (handlers) {

@@ -7,11 +7,11 @@
 import { createPrivateKey } from "node:crypto"
 import { BadRequest, BosunApi, ErrorCodes } from "@bosun/domain"
 import { Effect, Redacted } from "effect"
-import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient } from "effect/sql"
 import { AuditLog } from "../persistence/AuditLog.ts"
 import { GithubAppsRepo } from "../persistence/GithubAppsRepo.ts"
 import { OrganizationsRepo } from "../persistence/OrganizationsRepo.ts"
+import { group } from "./ApiGroup.ts"
 
 /** Whether `pem` parses as an RSA private key (PKCS#1 or PKCS#8), as GitHub issues them. */
 export const isRsaPrivateKey = (pem: string): boolean => {
@@ -22,7 +22,7 @@ export const isRsaPrivateKey = (pem: string): boolean => {
   }
 }
 
-export const GithubAppHttp = HttpApiBuilder.group(
+export const GithubAppHttp = group(
   BosunApi,
   "githubApp",
   Effect.fn(function* (handlers) {

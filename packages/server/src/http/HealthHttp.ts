@@ -4,11 +4,11 @@
  */
 import { BosunApi, ErrorCodes, ServiceUnavailable } from "@bosun/domain"
 import { Duration, Effect } from "effect"
-import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient } from "effect/sql"
 import { Migrator } from "../persistence/Migrator.ts"
+import { group } from "./ApiGroup.ts"
 
-export const HealthHttp = HttpApiBuilder.group(
+export const HealthHttp = group(
   BosunApi,
   "health",
   Effect.fn(function* (handlers) {

@@ -6,10 +6,12 @@
  * (a route that dies, a group with path parameters) to exactly the stack production serves.
  */
 import { BosunApi } from "@bosun/domain"
-import { Layer } from "effect"
-import { HttpRouter } from "effect/http"
+import { Context, Effect, Layer, References, Scope, Tracer } from "effect"
+import { HttpRouter, HttpServer } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
+import { LogOutput } from "../observability/JsonLogger.ts"
 import { AgentConnectionHttp } from "./AgentConnectionHttp.ts"
+import { runIn } from "./ApiGroup.ts"
 import { AuthHttp } from "./AuthHttp.ts"
 import { BootstrapAuthLive } from "./BootstrapAuth.ts"
 import { ChatHttp } from "./ChatHttp.ts"
@@ -52,12 +54,42 @@ export const ApiRoutes = HttpApiBuilder.layer(BosunApi, { openapiPath: "/api/v1/
 )
 
 /**
- * Serves `routes` behind the request pipeline. Path parameters may be up to 1024 characters at the
- * router so that the spec's 1..128 rule is Schema's to enforce (a 400, not a router 404).
+ * The router. Path parameters may be up to 1024 characters at the router so that the spec's
+ * 1..128 rule is Schema's to enforce (a 400, not a router 404).
+ */
+const RouterLive = HttpRouter.layer.pipe(
+  Layer.provide(Layer.succeed(HttpRouter.RouterConfig)({ maxParamLength: 1024 }))
+)
+
+/**
+ * What a request fiber starts with besides its request: the scope, the log and trace settings,
+ * and the log output. The routes and the pipeline are built in the full context and keep their
+ * services in closures; see `ApiGroup.ts` for why the request context is kept this small.
+ */
+const keepForRequests = Context.pick(
+  Scope.Scope,
+  LogOutput,
+  References.CurrentLoggers,
+  References.MinimumLogLevel,
+  References.CurrentLogAnnotations,
+  References.LogToStderr,
+  References.TracerEnabled,
+  Tracer.Tracer,
+  Tracer.MinimumTraceLevel
+)
+
+/**
+ * Serves `routes` behind the request pipeline, like `HttpRouter.serve` without its logger (the
+ * pipeline writes the access log) but with request fibers that start from `keepForRequests`
+ * rather than from every service of the process.
  */
 export const serve = <A, E, R>(routes: Layer.Layer<A, E, R>) =>
-  HttpRouter.serve(Layer.mergeAll(routes, RequestPipelineLayer), {
-    routerConfig: { maxParamLength: 1024 },
-    disableLogger: true,
-    disableListenLog: true
-  })
+  Layer.effectContext(
+    Effect.gen(function* () {
+      const app = yield* Layer.build(Layer.provideMerge(Layer.mergeAll(routes, RequestPipelineLayer), RouterLive))
+      const server = yield* HttpServer.HttpServer
+      const handler = Context.get(app, HttpRouter.HttpRouter).asHttpEffect()
+      yield* runIn(server.serve(handler), keepForRequests(yield* Effect.context<never>()))
+      return app
+    })
+  )

@@ -4,13 +4,13 @@
 import { BosunApi, CurrentUser, ErrorCodes, SESSION_COOKIE, Unauthorized } from "@bosun/domain"
 import { Effect, Option } from "effect"
 import { HttpServerResponse } from "effect/http"
-import { HttpApiBuilder } from "effect/http-api"
 import { AppConfig } from "../config/AppConfig.ts"
 import { SessionsRepo } from "../persistence/SessionsRepo.ts"
 import { UsersRepo } from "../persistence/UsersRepo.ts"
+import { group } from "./ApiGroup.ts"
 import { sessionCookieOptions } from "./SessionCookie.ts"
 
-export const IdentityHttp = HttpApiBuilder.group(
+export const IdentityHttp = group(
   BosunApi,
   "identity",
   Effect.fn(function* (handlers) {

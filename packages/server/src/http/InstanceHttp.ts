@@ -3,10 +3,10 @@
  */
 import { BosunApi } from "@bosun/domain"
 import { Effect } from "effect"
-import { HttpApiBuilder } from "effect/http-api"
 import { BOSUN_VERSION } from "../Version.ts"
+import { group } from "./ApiGroup.ts"
 
-export const InstanceHttp = HttpApiBuilder.group(
+export const InstanceHttp = group(
   BosunApi,
   "instance",
   Effect.fn(function* (handlers) {

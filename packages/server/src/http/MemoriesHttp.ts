@@ -6,12 +6,12 @@
  */
 import { BosunApi, Conflict, CurrentUser, ErrorCodes, NotFound } from "@bosun/domain"
 import { Effect, Option } from "effect"
-import { HttpApiBuilder } from "effect/http-api"
 import { AuditLog } from "../persistence/AuditLog.ts"
 import { MemoriesRepo } from "../persistence/MemoriesRepo.ts"
+import { group } from "./ApiGroup.ts"
 import { OrgAccess } from "./OrgAccess.ts"
 
-export const MemoriesHttp = HttpApiBuilder.group(
+export const MemoriesHttp = group(
   BosunApi,
   "memories",
   Effect.fn(function* (handlers) {

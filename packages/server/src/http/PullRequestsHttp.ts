@@ -4,12 +4,12 @@
  */
 import { BadRequest, BosunApi, DEFAULT_PAGE_SIZE, ErrorCodes } from "@bosun/domain"
 import { Effect, Option } from "effect"
-import { HttpApiBuilder } from "effect/http-api"
 import { decodeCursor } from "../persistence/PageCursor.ts"
 import { PullRequestsRepo } from "../persistence/PullRequestsRepo.ts"
+import { group } from "./ApiGroup.ts"
 import { OrgAccess } from "./OrgAccess.ts"
 
-export const PullRequestsHttp = HttpApiBuilder.group(
+export const PullRequestsHttp = group(
   BosunApi,
   "pullRequests",
   Effect.fn(function* (handlers) {

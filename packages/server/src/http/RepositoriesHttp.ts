@@ -4,14 +4,14 @@
  */
 import { BosunApi, CurrentUser, ErrorCodes, NotFound } from "@bosun/domain"
 import { Effect, Option } from "effect"
-import { HttpApiBuilder } from "effect/http-api"
 import { AuditLog } from "../persistence/AuditLog.ts"
 import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
+import { group } from "./ApiGroup.ts"
 import { OrgAccess } from "./OrgAccess.ts"
 
 const repositoryNotFound = NotFound.fromCode(ErrorCodes.notFound, "No repository has this id in this organization")
 
-export const RepositoriesHttp = HttpApiBuilder.group(
+export const RepositoriesHttp = group(
   BosunApi,
   "repositories",
   Effect.fn(function* (handlers) {

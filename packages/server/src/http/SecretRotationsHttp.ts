@@ -4,11 +4,11 @@
  */
 import { BosunApi, Conflict, DEFAULT_BATCH_SIZE, ErrorCodes, NotFound } from "@bosun/domain"
 import { Effect, Option } from "effect"
-import { HttpApiBuilder } from "effect/http-api"
 import { SecretRotation } from "../crypto/SecretRotation.ts"
 import { AuditLog } from "../persistence/AuditLog.ts"
+import { group } from "./ApiGroup.ts"
 
-export const SecretRotationsHttp = HttpApiBuilder.group(
+export const SecretRotationsHttp = group(
   BosunApi,
   "secretRotations",
   Effect.fn(function* (handlers) {

@@ -5,14 +5,14 @@
  */
 import { BosunApi, Conflict, CurrentUser, ErrorCodes, NotFound } from "@bosun/domain"
 import { Effect, Option } from "effect"
-import { HttpApiBuilder } from "effect/http-api"
 import { AuditLog } from "../persistence/AuditLog.ts"
 import { WorkItemsRepo } from "../persistence/WorkItemsRepo.ts"
+import { group } from "./ApiGroup.ts"
 import { OrgAccess } from "./OrgAccess.ts"
 
 const workItemNotFound = NotFound.fromCode(ErrorCodes.notFound, "No work item has this id in this organization")
 
-export const WorkItemsHttp = HttpApiBuilder.group(
+export const WorkItemsHttp = group(
   BosunApi,
   "workItems",
   Effect.fn(function* (handlers) {

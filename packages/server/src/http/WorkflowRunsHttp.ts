@@ -3,11 +3,11 @@
  */
 import { BosunApi, ErrorCodes, NotFound } from "@bosun/domain"
 import { Effect, Option } from "effect"
-import { HttpApiBuilder } from "effect/http-api"
 import { WorkflowRunsRepo } from "../persistence/WorkflowRunsRepo.ts"
+import { group } from "./ApiGroup.ts"
 import { OrgAccess } from "./OrgAccess.ts"
 
-export const WorkflowRunsHttp = HttpApiBuilder.group(
+export const WorkflowRunsHttp = group(
   BosunApi,
   "workflowRuns",
   Effect.fn(function* (handlers) {

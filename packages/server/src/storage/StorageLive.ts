@@ -8,6 +8,10 @@
  * | queues | `REDIS_URL`: Redis Streams | Postgres `queue_messages` |
  *
  * The outbox always lives in Postgres; its relay starts once the migrations are applied.
+ *
+ * The S3 and Redis adapters are imported only when their setting is present: the AWS SDK and
+ * ioredis together hold about 50 MB of a process's memory, which a one-process install on the
+ * embedded defaults never uses (issue 2's idle-RSS budget is 200 MB).
  */
 
 import * as path from "node:path"
@@ -15,19 +19,16 @@ import { Effect, Layer, Option } from "effect"
 import { AppConfig } from "../config/AppConfig.ts"
 import { Migrator } from "../persistence/Migrator.ts"
 import { layerFileSystem } from "./BlobStoreFileSystem.ts"
-import { layerS3 } from "./BlobStoreS3.ts"
 import { layerMemory } from "./CacheMemory.ts"
-import { layerRedis as layerRedisCache } from "./CacheRedis.ts"
 import { Outbox } from "./Outbox.ts"
 import { layerPostgres } from "./QueuePostgres.ts"
-import { layerRedis as layerRedisQueues } from "./QueueRedis.ts"
-import { Redis } from "./Redis.ts"
 
 export const BlobStoreLive = Layer.unwrap(
   Effect.map(AppConfig, (config) =>
     Option.match(config.s3, {
       onNone: () => layerFileSystem(path.join(config.dataDir, "blobs")),
-      onSome: layerS3
+      onSome: (settings) =>
+        Layer.unwrap(Effect.promise(() => import("./BlobStoreS3.ts")).pipe(Effect.map((s3) => s3.layerS3(settings))))
     })
   )
 )
@@ -38,8 +39,16 @@ export const CacheAndQueuesLive = Layer.unwrap(
     Option.match(config.redisUrl, {
       onNone: () => Layer.merge(layerMemory, layerPostgres(config.queues)),
       onSome: (url) =>
-        Layer.merge(layerRedisCache(), layerRedisQueues({ ...config.queues, prefix: "bosun:queue:" })).pipe(
-          Layer.provide(Redis.layer(url))
+        Layer.unwrap(
+          Effect.promise(() =>
+            Promise.all([import("./CacheRedis.ts"), import("./QueueRedis.ts"), import("./Redis.ts")])
+          ).pipe(
+            Effect.map(([cache, queues, redis]) =>
+              Layer.merge(cache.layerRedis(), queues.layerRedis({ ...config.queues, prefix: "bosun:queue:" })).pipe(
+                Layer.provide(redis.Redis.layer(url))
+              )
+            )
+          )
         )
     })
   )
