@@ -89,8 +89,21 @@ export const ErrorCodes = {
   invalidOauthState: "invalid_oauth_state",
   invalidOauthCode: "invalid_oauth_code",
   githubUnavailable: "github_unavailable",
+  githubAppNotInstalled: "github_app_not_installed",
+  defaultBranchNotFound: "default_branch_not_found",
+  repositoryUnavailable: "repository_unavailable",
   memoryNotApproved: "memory_not_approved",
   invalidCursor: "invalid_cursor",
   actionNotAvailable: "action_not_available",
-  suggestionAlreadyDecided: "suggestion_already_decided"
+  suggestionAlreadyDecided: "suggestion_already_decided",
+  /** No `BOSUN_COMPOSIO_API_KEY` is configured (503). */
+  composioUnconfigured: "composio_unconfigured",
+  /** Composio refused the configured API key (503: the operator must fix it). */
+  composioCredentialsRejected: "composio_credentials_rejected",
+  /** Composio could not be reached, timed out, failed or answered something unreadable (502). */
+  composioUnavailable: "composio_unavailable",
+  /** Composio has no toolkit with the requested slug (404). */
+  composioToolkitNotFound: "composio_toolkit_not_found",
+  /** The toolkit needs authentication Composio does not manage: an auth config must be created in Composio (409). */
+  composioAuthConfigRequired: "composio_auth_config_required"
 } as const

@@ -23,9 +23,11 @@ import { OrgAccess } from "./http/OrgAccess.ts"
 import { AgentConnectionsRepo } from "./persistence/AgentConnectionsRepo.ts"
 import { AuditLog } from "./persistence/AuditLog.ts"
 import { ChatChannelsRepo } from "./persistence/ChatChannelsRepo.ts"
+import { ComposioConnectionsRepo } from "./persistence/ComposioConnectionsRepo.ts"
 import { ConfigurationRepo } from "./persistence/ConfigurationRepo.ts"
 import { ContextSuggestionsRepo } from "./persistence/ContextSuggestionsRepo.ts"
 import { DatabaseLive } from "./persistence/Database.ts"
+import { DeepScansRepo } from "./persistence/DeepScansRepo.ts"
 import { GithubAppsRepo } from "./persistence/GithubAppsRepo.ts"
 import { MemoriesRepo } from "./persistence/MemoriesRepo.ts"
 import { Migrator } from "./persistence/Migrator.ts"
@@ -38,6 +40,8 @@ import { SessionsRepo } from "./persistence/SessionsRepo.ts"
 import { UsersRepo } from "./persistence/UsersRepo.ts"
 import { WorkflowRunsRepo } from "./persistence/WorkflowRunsRepo.ts"
 import { WorkItemsRepo } from "./persistence/WorkItemsRepo.ts"
+import { Composio } from "./providers/Composio.ts"
+import { GitHubApp } from "./providers/GitHubApp.ts"
 import { GitHubOAuth } from "./providers/GitHubOAuth.ts"
 import { StorageLive } from "./storage/StorageLive.ts"
 
@@ -89,13 +93,19 @@ export const appServices = (options: { readonly rotationWorker: boolean }) =>
         PullRequestsRepo.layer,
         WorkItemsRepo.layer,
         ConfigurationRepo.layer,
-        AgentConnectionsRepo.layer
+        AgentConnectionsRepo.layer,
+        ComposioConnectionsRepo.layer,
+        DeepScansRepo.layer,
+        Composio.layer
       )
     ),
     Layer.provideMerge(Secrets.layer)
   )
 
 export const AppServicesLive = appServices({ rotationWorker: true })
+
+/** The clients that act as the organization's GitHub App; they need the cache besides the services. */
+export const AppProvidersLive = GitHubApp.layer
 
 /** Serves `routes` (production: `ApiRoutes`); needs the Migrator, AppConfig, SqlClient and an HttpServer. */
 export const HttpLive = <A, E, R>(routes: Layer.Layer<A, E, R>) => serve(routes)
@@ -145,6 +155,7 @@ const Announce = Layer.effectDiscard(
 
 export const ServerLive = Announce.pipe(
   Layer.provideMerge(HttpLive(ApiRoutes)),
+  Layer.provideMerge(AppProvidersLive),
   Layer.provideMerge(AppServicesLive),
   Layer.provideMerge(StorageLive),
   Layer.provide(NodeServerLive),

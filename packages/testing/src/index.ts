@@ -1,4 +1,5 @@
 export * from "./Eventually.ts"
+export * from "./FakeComposio.ts"
 export * from "./FakeGithub.ts"
 export * from "./LogCapture.ts"
 export * from "./Provided.ts"

@@ -5,8 +5,10 @@ import { HttpApi } from "effect/http-api"
 import { AgentConnectionApi } from "./AgentConnectionApi.ts"
 import { AuthApi } from "./AuthApi.ts"
 import { ChatApi } from "./ChatApi.ts"
+import { ComposioApi } from "./ComposioApi.ts"
 import { ConfigurationApi } from "./ConfigurationApi.ts"
 import { ContextSuggestionsApi } from "./ContextSuggestionsApi.ts"
+import { DeepScansApi } from "./DeepScansApi.ts"
 import { GithubAppApi } from "./GithubAppApi.ts"
 import { HealthApi } from "./HealthApi.ts"
 import { IdentityApi } from "./IdentityApi.ts"
@@ -32,7 +34,9 @@ export class BosunApi extends HttpApi.make("bosun")
   .add(WorkItemsApi)
   .add(ConfigurationApi)
   .add(ContextSuggestionsApi)
+  .add(DeepScansApi)
   .add(AgentConnectionApi)
+  .add(ComposioApi)
   .add(GithubAppApi)
   .add(SecretRotationsApi)
   .middleware(RequestValidation) {}

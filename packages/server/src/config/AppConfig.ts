@@ -99,6 +99,10 @@ export interface AppSettings {
   }
   /** GitHub's REST API (github.com, or a GitHub Enterprise Server's `/api/v3`). */
   readonly githubApiUrl: URL
+  /** Composio's API (connected apps): https, or plain http on a loopback host only. */
+  readonly composioApiUrl: URL
+  /** Absent: connected apps answer 503 until the operator sets `BOSUN_COMPOSIO_API_KEY`. */
+  readonly composioApiKey: Option.Option<Redacted.Redacted<string>>
 }
 
 const duration = (name: string, fallback: Duration.Duration) => Config.Duration(name).pipe(Config.withDefault(fallback))
@@ -143,6 +147,29 @@ const masterKeyConfig: Config.Config<Option.Option<MasterKeySettings>> = Config.
   })
 )
 
+/** Loopback hosts, where plain http cannot leave the machine. */
+const isLoopbackHost = (hostname: string) =>
+  hostname === "localhost" || hostname === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname)
+
+/**
+ * The Composio client refuses to send its API key over plain http to anything but a loopback
+ * host; refusing such a URL here makes it one line at start-up instead of a failure per request.
+ */
+const composioApiUrlConfig = Config.URL("BOSUN_COMPOSIO_API_URL").pipe(
+  Config.withDefault(new URL("https://backend.composio.dev")),
+  Config.mapEffect((url) =>
+    url.protocol === "https:" || (url.protocol === "http:" && isLoopbackHost(url.hostname))
+      ? Effect.succeed(url)
+      : Effect.fail(
+          new Config.ConfigError(
+            new ConfigProvider.SourceError({
+              message: "BOSUN_COMPOSIO_API_URL: must be an https:// URL (plain http:// only on a loopback host)"
+            })
+          )
+        )
+  )
+)
+
 export const appConfig: Config.Config<AppSettings> = Config.all({
   host: Config.String("BOSUN_HOST").pipe(Config.withDefault("127.0.0.1")),
   port: Config.Port("BOSUN_PORT").pipe(Config.withDefault(8080)),
@@ -174,7 +201,9 @@ export const appConfig: Config.Config<AppSettings> = Config.all({
     idleTimeout: duration("BOSUN_SESSION_IDLE_TIMEOUT", Duration.days(14)),
     maxAge: duration("BOSUN_SESSION_MAX_AGE", Duration.days(30))
   }),
-  githubApiUrl: Config.URL("BOSUN_GITHUB_API_URL").pipe(Config.withDefault(new URL("https://api.github.com")))
+  githubApiUrl: Config.URL("BOSUN_GITHUB_API_URL").pipe(Config.withDefault(new URL("https://api.github.com"))),
+  composioApiUrl: composioApiUrlConfig,
+  composioApiKey: optionalRedacted("BOSUN_COMPOSIO_API_KEY")
 }).pipe(
   Config.map(({ baseUrl, ...rest }) => ({
     ...rest,

@@ -15,8 +15,10 @@ import { runIn } from "./ApiGroup.ts"
 import { AuthHttp } from "./AuthHttp.ts"
 import { BootstrapAuthLive } from "./BootstrapAuth.ts"
 import { ChatHttp } from "./ChatHttp.ts"
+import { ComposioHttp } from "./ComposioHttp.ts"
 import { ConfigurationHttp } from "./ConfigurationHttp.ts"
 import { ContextSuggestionsHttp } from "./ContextSuggestionsHttp.ts"
+import { DeepScansHttp } from "./DeepScansHttp.ts"
 import { GithubAppHttp } from "./GithubAppHttp.ts"
 import { HealthHttp } from "./HealthHttp.ts"
 import { IdentityHttp } from "./IdentityHttp.ts"
@@ -48,7 +50,9 @@ export const ApiRoutes = HttpApiBuilder.layer(BosunApi, { openapiPath: "/api/v1/
     WorkItemsHttp,
     ConfigurationHttp,
     ContextSuggestionsHttp,
-    AgentConnectionHttp
+    DeepScansHttp,
+    AgentConnectionHttp,
+    ComposioHttp
   ]),
   Layer.provide([RequestValidationLayer, BootstrapAuthLive, SessionAuthLive])
 )

@@ -11,6 +11,7 @@ import type { AgentConnection } from "@bosun/domain"
 import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { Secrets } from "../crypto/Secrets.ts"
+import { iso } from "./Timestamps.ts"
 
 export type ProviderCredentials = Readonly<Record<string, Readonly<Record<string, unknown>>>>
 
@@ -58,8 +59,6 @@ interface DiscoveryRow {
   readonly last_successful_at: Date | null
   readonly updated_at: Date | null
 }
-
-const iso = (value: Date | null) => value?.toISOString() ?? null
 
 export class AgentConnectionsRepo extends Context.Service<
   AgentConnectionsRepo,

@@ -5,8 +5,7 @@
 import type { WorkflowAttempt, WorkflowRun } from "@bosun/domain"
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
-
-const iso = (value: Date | null) => value?.toISOString() ?? null
+import { iso } from "./Timestamps.ts"
 
 type Dated<T, K extends keyof T> = Omit<T, K> & { readonly [P in K]: Date | null }
 

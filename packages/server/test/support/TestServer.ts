@@ -15,7 +15,8 @@ import { AppConfig, type AppSettings, type MasterKeySettings } from "../../src/c
 import { InstanceSecrets } from "../../src/config/InstanceSecrets.ts"
 import { ApiRoutes } from "../../src/http/HttpApp.ts"
 import { Migrator } from "../../src/persistence/Migrator.ts"
-import { AppServicesLive, HttpLive } from "../../src/Server.ts"
+import { AppProvidersLive, AppServicesLive, HttpLive } from "../../src/Server.ts"
+import { layerMemory } from "../../src/storage/CacheMemory.ts"
 
 export const migrationsDir = fileURLToPath(new URL("../../../../sql/", import.meta.url))
 
@@ -41,6 +42,8 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
   secretRotation: { lease: Duration.seconds(2), pollInterval: Duration.millis(200) },
   sessions: { idleTimeout: Duration.days(14), maxAge: Duration.days(30) },
   githubApiUrl: new URL("http://127.0.0.1:9/api/v3"),
+  composioApiUrl: new URL("http://127.0.0.1:9"),
+  composioApiKey: Option.none(),
   ...overrides
 })
 
@@ -77,7 +80,9 @@ export const layerHttp = <A = never, E = never, R = never>(options: {
 }) =>
   HttpLive(options.extra ? Layer.mergeAll(ApiRoutes, options.extra) : ApiRoutes).pipe(
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
+    Layer.provideMerge(AppProvidersLive),
     Layer.provideMerge(AppServicesLive),
+    Layer.provideMerge(layerMemory),
     Layer.provideMerge(Migrator.layer),
     Layer.provideMerge(layerTestSecrets(options.secrets)),
     Layer.provide(Layer.succeed(AppConfig, AppConfig.of(testSettings(options.settings))))

@@ -1,0 +1,25 @@
+/**
+ * Connected apps (spec: Resources "Connected-app connection result"; Organization endpoints
+ * `POST .../composio/connections`): a member asks to use a third-party app, named by its Composio
+ * toolkit slug, for themselves. A toolkit that needs no authentication is simply usable (ACTIVE,
+ * no link); any other answers AUTHORIZATION_REQUIRED with a hosted connect link the user opens
+ * before `expires_at`. The statuses are Composio's own words for a connected account.
+ */
+import { Schema } from "effect"
+
+/** A Composio toolkit slug as Bosun accepts it: lowercase, 1..64 characters. */
+export const ToolkitSlug = Schema.String.check(Schema.isPattern(/^[a-z0-9][a-z0-9_-]{0,63}$/))
+
+export const ConnectedAppStatus = Schema.Literals(["ACTIVE", "AUTHORIZATION_REQUIRED"])
+export type ConnectedAppStatus = typeof ConnectedAppStatus.Type
+
+export const ConnectedAppConnectionRequest = Schema.Struct({ toolkit_slug: ToolkitSlug })
+
+export const ConnectedAppConnection = Schema.Struct({
+  /** When the connect link stops working; null when there is no link. */
+  expires_at: Schema.NullOr(Schema.String),
+  /** Composio's hosted connect page for this user; null for an app that needs no authorization. */
+  redirect_url: Schema.NullOr(Schema.String),
+  status: ConnectedAppStatus
+})
+export type ConnectedAppConnection = typeof ConnectedAppConnection.Type

@@ -1,0 +1,46 @@
+/**
+ * A deep scan (spec: Resources "Deep scan"; Organization endpoints `GET`/`POST .../deep-scans`):
+ * an agent's audit of a whole repository at one commit, the default branch's head when it was
+ * launched. Its status is its workflow run's; the counts, risk level and summary are written as
+ * the scan's findings arrive and are decided (issue 10).
+ *
+ * - `completion_status`: COMPLETE when every part of the repository was covered, PARTIAL when
+ *   something was skipped; null until the scan has finished.
+ * - `risk_level`: from the worst accepted-or-pending finding; NONE when there is none; null
+ *   until the scan has finished.
+ */
+import { Schema } from "effect"
+import { PathId } from "./Ids.ts"
+import { WorkflowRunStatus } from "./WorkflowRun.ts"
+
+export const DeepScanCompletion = Schema.Literals(["COMPLETE", "PARTIAL"])
+export const RiskLevel = Schema.Literals(["NONE", "LOW", "MEDIUM", "HIGH", "CRITICAL"])
+
+const Text = Schema.NullOr(Schema.String)
+
+export const DeepScan = Schema.Struct({
+  completion_status: Schema.NullOr(DeepScanCompletion),
+  created_at: Schema.String,
+  decision_counts: Schema.Struct({ accepted: Schema.Int, pending: Schema.Int, rejected: Schema.Int }),
+  error_code: Text,
+  error_message: Text,
+  finding_count: Schema.Int,
+  finished_at: Text,
+  fix_work_item_id: Text,
+  head_sha: Schema.String,
+  id: Schema.String,
+  model: Text,
+  provider: Text,
+  repository: Schema.Struct({ id: Schema.String, name: Schema.String, owner: Schema.String }),
+  risk_level: Schema.NullOr(RiskLevel),
+  run_id: Schema.String,
+  started_at: Text,
+  status: WorkflowRunStatus,
+  summary: Text
+})
+export type DeepScan = typeof DeepScan.Type
+
+/** `POST .../deep-scans`. */
+export const DeepScanLaunch = Schema.Struct({ repository_id: PathId })
+
+export const DEFAULT_DEEP_SCAN_PAGE_SIZE = 20

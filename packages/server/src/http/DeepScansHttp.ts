@@ -1,0 +1,110 @@
+/**
+ * `GET .../deep-scans`, `GET .../deep-scans/{deep_scan_id}` and `POST .../deep-scans` (spec:
+ * Organization endpoints; issue 5). Any member may list and launch. A launch asks GitHub, as
+ * the organization's App, for the head of the repository's default branch and pins the scan to
+ * it; a second launch at the same head while the first has not finished answers the first's id
+ * rather than paying for the same audit twice. Launches are audited.
+ */
+import {
+  BadGateway,
+  BosunApi,
+  Conflict,
+  CurrentUser,
+  DEFAULT_DEEP_SCAN_PAGE_SIZE,
+  ErrorCodes,
+  NotFound
+} from "@bosun/domain"
+import { Effect, Option } from "effect"
+import { AuditLog } from "../persistence/AuditLog.ts"
+import { DeepScansRepo } from "../persistence/DeepScansRepo.ts"
+import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
+import { GitHubApp, type GitHubAppError } from "../providers/GitHubApp.ts"
+import { group } from "./ApiGroup.ts"
+import { OrgAccess } from "./OrgAccess.ts"
+
+const repositoryNotFound = NotFound.fromCode(ErrorCodes.notFound, "No repository has this id in this organization")
+const scanNotFound = NotFound.fromCode(ErrorCodes.notFound, "No deep scan has this id in this organization")
+
+/** GitHub's answer, as the launch's client sees it. */
+const toHttp = (error: GitHubAppError) => {
+  switch (error.reason) {
+    case "NotConfigured":
+      return Conflict.fromCode(ErrorCodes.githubAppUnconfigured, error.message)
+    case "NotInstalled":
+      return Conflict.fromCode(ErrorCodes.githubAppNotInstalled, error.message)
+    case "NotFound":
+      return Conflict.fromCode(ErrorCodes.defaultBranchNotFound, error.message)
+    case "Unavailable":
+      return BadGateway.fromCode(ErrorCodes.githubUnavailable, error.message)
+  }
+}
+
+export const DeepScansHttp = group(
+  BosunApi,
+  "deepScans",
+  Effect.fn(function* (handlers) {
+    const access = yield* OrgAccess
+    const scans = yield* DeepScansRepo
+    const repositories = yield* RepositoriesRepo
+    const github = yield* GitHubApp
+    const audit = yield* AuditLog
+    return handlers
+      .handle("list", ({ params, query }) =>
+        Effect.gen(function* () {
+          yield* access.member(params.organization_id)
+          const data = yield* scans.list(params.organization_id, {
+            repositoryId: query.repository_id,
+            limit: query.page_size ?? DEFAULT_DEEP_SCAN_PAGE_SIZE
+          })
+          return { data }
+        })
+      )
+      .handle("get", ({ params }) =>
+        Effect.gen(function* () {
+          yield* access.member(params.organization_id)
+          const scan = yield* scans.find(params.organization_id, params.deep_scan_id)
+          if (Option.isNone(scan)) return yield* scanNotFound
+          return { data: scan.value }
+        })
+      )
+      .handle("launch", ({ params, payload }) =>
+        Effect.gen(function* () {
+          yield* access.member(params.organization_id)
+          const user = yield* CurrentUser
+          const found = yield* repositories.find(params.organization_id, payload.repository_id)
+          if (Option.isNone(found)) return yield* repositoryNotFound
+          const repository = found.value
+          if (!repository.available) {
+            return yield* Conflict.fromCode(
+              ErrorCodes.repositoryUnavailable,
+              "The GitHub App no longer reaches this repository"
+            )
+          }
+          const headSha = yield* github
+            .branchHead(params.organization_id, repository, repository.default_branch)
+            .pipe(Effect.mapError(toHttp))
+          const unfinished = yield* scans.findUnfinished(params.organization_id, repository.id, headSha)
+          if (Option.isSome(unfinished)) return { data: { id: unfinished.value.id } }
+          const created = yield* audit.audited(
+            scans
+              .create(params.organization_id, {
+                repositoryId: repository.id,
+                defaultBranch: repository.default_branch,
+                headSha,
+                requestedBy: user.userId
+              })
+              .pipe(Effect.map(Option.some)),
+            (scan) => ({
+              organizationId: params.organization_id,
+              actor: { kind: "user", userId: user.userId },
+              action: "deep_scan.launch",
+              target: `deep_scan:${scan.id}`,
+              details: { repository_id: repository.id, head_sha: headSha }
+            })
+          )
+          if (Option.isNone(created)) return yield* Effect.die(new Error("deep scan launch wrote nothing"))
+          return { data: { id: created.value.id } }
+        })
+      )
+  })
+)

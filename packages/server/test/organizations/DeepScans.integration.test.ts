@@ -1,0 +1,345 @@
+/**
+ * Deep scans over real HTTP (spec: Organization endpoints `GET`/`POST .../deep-scans`; Resources
+ * "Deep scan"; Authentication 5): a launch asks GitHub, as the organization's App, for the
+ * default branch's head through the real Octokit clients against the local fake GitHub, and pins
+ * the scan to it; the list and single reads field by field; every refusal writes nothing.
+ */
+import { generateKeyPairSync } from "node:crypto"
+import { FakeGithub } from "@bosun/testing"
+import { assert, describe, layer } from "@effect/vitest"
+import { Effect, Layer, Option, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+import { GithubAppsRepo } from "../../src/persistence/GithubAppsRepo.ts"
+import { RepositoriesRepo } from "../../src/persistence/RepositoriesRepo.ts"
+import { Cache } from "../../src/storage/Cache.ts"
+import { errorCode, signIn } from "../support/Identity.ts"
+import { layerTestServer, request } from "../support/TestServer.ts"
+
+const Server = Layer.unwrap(
+  Effect.map(FakeGithub, (fake) => layerTestServer({ settings: { githubApiUrl: new URL(fake.apiUrl) } }))
+).pipe(Layer.provideMerge(FakeGithub.layer))
+
+const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 })
+const APP_ID = 4242
+const INSTALLATION_ID = 777
+const HEAD_1 = "1".repeat(40)
+const HEAD_2 = "2".repeat(40)
+
+const post = (cookie: string, body: unknown, extra: Record<string, string> = {}) => ({
+  method: "POST",
+  headers: { cookie, "content-type": "application/json", ...extra },
+  body: JSON.stringify(body)
+})
+
+const counts = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  sql<{ scans: string; runs: string; audits: string }>`
+    SELECT (SELECT count(*) FROM deep_scans)::text AS scans,
+           (SELECT count(*) FROM workflow_runs WHERE workflow_type = 'deep_scan')::text AS runs,
+           (SELECT count(*) FROM audit_events WHERE action = 'deep_scan.launch')::text AS audits`.pipe(
+    Effect.map(([row]) => ({ scans: Number(row?.scans), runs: Number(row?.runs), audits: Number(row?.audits) }))
+  )
+)
+
+/**
+ * org-a has a GitHub App installed on acme/api (default branch main at HEAD_1) but not on
+ * acme/other; org-b has a repository and no App. Idempotent: every test calls it.
+ */
+const fixture = Effect.gen(function* () {
+  const fake = yield* FakeGithub
+  const apps = yield* GithubAppsRepo
+  const repositories = yield* RepositoriesRepo
+  fake.addApp({
+    clientId: "Iv1.deepscan",
+    clientSecret: "deep-scan-client-secret",
+    appId: APP_ID,
+    publicKey: publicKey.export({ type: "spki", format: "pem" }).toString()
+  })
+  fake.addInstallation({
+    id: INSTALLATION_ID,
+    appId: APP_ID,
+    account: { id: 9001, login: "acme", type: "Organization" },
+    repositories: ["acme/api"]
+  })
+  fake.setBranch("acme/api", "main", HEAD_1)
+  fake.failWith(undefined)
+  const member = yield* signIn("scan-member", [["org-a", "MEMBER"]])
+  const outsider = yield* signIn("scan-outsider", [["org-b", "ADMIN"]])
+  yield* apps.upsert("org-a", {
+    githubAppId: APP_ID,
+    slug: "bosun-test",
+    clientId: "Iv1.deepscan",
+    clientSecret: Redacted.make("deep-scan-client-secret"),
+    privateKey: Redacted.make(privateKey.export({ type: "pkcs8", format: "pem" }).toString()),
+    webhookSecret: Redacted.make("webhook-secret")
+  })
+  const repo = yield* repositories.upsert("org-a", {
+    githubRepositoryId: 501,
+    owner: "acme",
+    name: "api",
+    defaultBranch: "main"
+  })
+  const uninstalled = yield* repositories.upsert("org-a", {
+    githubRepositoryId: 502,
+    owner: "acme",
+    name: "other",
+    defaultBranch: "main"
+  })
+  const repoB = yield* repositories.upsert("org-b", {
+    githubRepositoryId: 601,
+    owner: "beta",
+    name: "web",
+    defaultBranch: "main"
+  })
+  return { fake, member, outsider, repo, uninstalled, repoB }
+})
+
+const reset = Effect.flatMap(SqlClient.SqlClient, (sql) => sql`DELETE FROM deep_scans`.pipe(Effect.asVoid))
+
+layer(Server, { excludeTestServices: true })("deep scans", (it) => {
+  describe("launch", () => {
+    it.effect("pins the scan to the default branch's head, queues a deep_scan run and reads back field by field", () =>
+      Effect.gen(function* () {
+        yield* reset
+        const f = yield* fixture
+        const launched = yield* request(
+          "/api/v1/organizations/org-a/deep-scans",
+          post(f.member.cookie, { repository_id: f.repo.id })
+        )
+        assert.strictEqual(launched.status, 202)
+        const id = (launched.json as { data: { id: string } }).data.id
+        assert.deepStrictEqual(Object.keys((launched.json as { data: object }).data), ["id"])
+
+        const listed = yield* request("/api/v1/organizations/org-a/deep-scans", {
+          headers: { cookie: f.member.cookie }
+        })
+        assert.strictEqual(listed.status, 200)
+        const [scan] = (listed.json as { data: Array<Record<string, unknown>> }).data
+        assert.isDefined(scan)
+        const runId = String(scan?.run_id)
+        assert.match(String(scan?.created_at), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
+        assert.deepStrictEqual(scan, {
+          completion_status: null,
+          created_at: scan?.created_at,
+          decision_counts: { accepted: 0, pending: 0, rejected: 0 },
+          error_code: null,
+          error_message: null,
+          finding_count: 0,
+          finished_at: null,
+          fix_work_item_id: null,
+          head_sha: HEAD_1,
+          id,
+          model: null,
+          provider: null,
+          repository: { id: f.repo.id, name: "api", owner: "acme" },
+          risk_level: null,
+          run_id: runId,
+          started_at: null,
+          status: "QUEUED",
+          summary: null
+        })
+
+        const single = yield* request(`/api/v1/organizations/org-a/deep-scans/${id}`, {
+          headers: { cookie: f.member.cookie }
+        })
+        assert.strictEqual(single.status, 200)
+        assert.deepStrictEqual(single.json, { data: scan })
+
+        const run = yield* request(`/api/v1/organizations/org-a/workflow-runs/${runId}`, {
+          headers: { cookie: f.member.cookie }
+        })
+        const detail = (run.json as { data: { run: Record<string, unknown>; attempts: Array<unknown> } }).data
+        assert.strictEqual(detail.run.workflow_type, "deep_scan")
+        assert.strictEqual(detail.run.status, "QUEUED")
+        assert.strictEqual(detail.run.head_sha, HEAD_1)
+        assert.strictEqual(detail.run.repository_id, f.repo.id)
+        assert.deepStrictEqual(detail.run.input_snapshot, {
+          default_branch: "main",
+          egress_tier: "DEEP_SCAN",
+          head_sha: HEAD_1,
+          repository_id: f.repo.id
+        })
+        assert.deepStrictEqual(detail.attempts, [])
+
+        // What GitHub saw: the App's JWT for the installation and the token, then the branch read.
+        const paths = f.fake.requests.map((r) => `${r.method} ${r.path}`)
+        assert.include(paths, "GET /api/v3/repos/acme/api/installation")
+        assert.include(paths, `POST /api/v3/app/installations/${INSTALLATION_ID}/access_tokens`)
+        assert.include(paths, "GET /api/v3/repos/acme/api/branches/main")
+        const audited = yield* counts
+        assert.strictEqual(audited.audits, 1)
+      })
+    )
+
+    it.effect(
+      "joins the unfinished scan of the same head, starts a new one for a new head, and reuses the sealed cached token",
+      () =>
+        Effect.gen(function* () {
+          yield* reset
+          const f = yield* fixture
+          const tokensBefore = f.fake.issuedInstallationTokens()
+          const first = yield* request(
+            "/api/v1/organizations/org-a/deep-scans",
+            post(f.member.cookie, { repository_id: f.repo.id })
+          )
+          const again = yield* request(
+            "/api/v1/organizations/org-a/deep-scans",
+            post(f.member.cookie, { repository_id: f.repo.id })
+          )
+          assert.strictEqual(again.status, 202)
+          assert.deepStrictEqual(again.json, first.json)
+
+          f.fake.setBranch("acme/api", "main", HEAD_2)
+          const newer = yield* request(
+            "/api/v1/organizations/org-a/deep-scans",
+            post(f.member.cookie, { repository_id: f.repo.id })
+          )
+          assert.strictEqual(newer.status, 202)
+          assert.notDeepEqual(newer.json, first.json)
+
+          const listed = yield* request("/api/v1/organizations/org-a/deep-scans", {
+            headers: { cookie: f.member.cookie }
+          })
+          const scans = (listed.json as { data: Array<{ id: string; head_sha: string }> }).data
+          assert.deepStrictEqual(
+            scans.map((scan) => scan.head_sha),
+            [HEAD_2, HEAD_1],
+            "newest first"
+          )
+          // At most one token for three launches (none if an earlier test cached one).
+          assert.isAtMost(f.fake.issuedInstallationTokens() - tokensBefore, 1)
+
+          // The cached token is an envelope, not the token.
+          const cache = yield* Cache
+          const cached = yield* cache.get(`github:installation-token:org-a:${INSTALLATION_ID}`)
+          assert.isTrue(Option.isSome(cached))
+          const sealed = Buffer.from(Option.getOrThrow(cached), "base64").toString("latin1")
+          assert.notInclude(sealed, "ghs_")
+        })
+    )
+
+    it.effect(
+      "refuses what it cannot pin, writing nothing: unknown, foreign, uninstalled, branchless, App-less, GitHub down",
+      () =>
+        Effect.gen(function* () {
+          yield* reset
+          const f = yield* fixture
+          const before = yield* counts
+          const launch = (cookie: string, org: string, body: unknown) =>
+            request(`/api/v1/organizations/${org}/deep-scans`, post(cookie, body))
+
+          const unknown = yield* launch(f.member.cookie, "org-a", { repository_id: "no-such-repository" })
+          assert.deepStrictEqual([unknown.status, errorCode(unknown.json)], [404, "not_found"])
+          const foreign = yield* launch(f.member.cookie, "org-a", { repository_id: f.repoB.id })
+          assert.deepStrictEqual([foreign.status, errorCode(foreign.json)], [404, "not_found"])
+
+          const uninstalled = yield* launch(f.member.cookie, "org-a", { repository_id: f.uninstalled.id })
+          assert.deepStrictEqual([uninstalled.status, errorCode(uninstalled.json)], [409, "github_app_not_installed"])
+
+          f.fake.setBranch("acme/api", "main", HEAD_1)
+          yield* Effect.flatMap(
+            SqlClient.SqlClient,
+            (sql) => sql`UPDATE repositories SET default_branch = 'gone' WHERE id = ${f.repo.id}`
+          )
+          const branchless = yield* launch(f.member.cookie, "org-a", { repository_id: f.repo.id })
+          assert.deepStrictEqual([branchless.status, errorCode(branchless.json)], [409, "default_branch_not_found"])
+          yield* Effect.flatMap(
+            SqlClient.SqlClient,
+            (sql) => sql`UPDATE repositories SET default_branch = 'main', available = false WHERE id = ${f.repo.id}`
+          )
+          const unavailable = yield* launch(f.member.cookie, "org-a", { repository_id: f.repo.id })
+          assert.deepStrictEqual([unavailable.status, errorCode(unavailable.json)], [409, "repository_unavailable"])
+          yield* Effect.flatMap(
+            SqlClient.SqlClient,
+            (sql) => sql`UPDATE repositories SET available = true WHERE id = ${f.repo.id}`
+          )
+
+          const appless = yield* launch(f.outsider.cookie, "org-b", { repository_id: f.repoB.id })
+          assert.deepStrictEqual([appless.status, errorCode(appless.json)], [409, "github_app_unconfigured"])
+
+          f.fake.failWith(503)
+          const down = yield* launch(f.member.cookie, "org-a", { repository_id: f.repo.id })
+          f.fake.failWith(undefined)
+          assert.deepStrictEqual([down.status, errorCode(down.json)], [502, "github_unavailable"])
+          assert.notInclude(down.text, "ghs_")
+          assert.notInclude(down.text, "BEGIN")
+
+          assert.deepStrictEqual(yield* counts, before)
+        })
+    )
+
+    it.effect(
+      "answers 401 without a session, 404 outside the caller's organizations, 403 to a foreign Origin, 400 for a bad body",
+      () =>
+        Effect.gen(function* () {
+          yield* reset
+          const f = yield* fixture
+          const before = yield* counts
+          const anonymous = yield* request("/api/v1/organizations/org-a/deep-scans", {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ repository_id: f.repo.id })
+          })
+          assert.deepStrictEqual([anonymous.status, errorCode(anonymous.json)], [401, "session_required"])
+          const outside = yield* request(
+            "/api/v1/organizations/org-a/deep-scans",
+            post(f.outsider.cookie, { repository_id: f.repo.id })
+          )
+          assert.deepStrictEqual([outside.status, errorCode(outside.json)], [404, "not_found"])
+          const csrf = yield* request(
+            "/api/v1/organizations/org-a/deep-scans",
+            post(f.member.cookie, { repository_id: f.repo.id }, { origin: "https://evil.example" })
+          )
+          assert.deepStrictEqual([csrf.status, errorCode(csrf.json)], [403, "origin_mismatch"])
+          for (const body of [{}, { repository_id: "" }, { repository_id: "x".repeat(129) }, { repository_id: 7 }]) {
+            const bad = yield* request("/api/v1/organizations/org-a/deep-scans", post(f.member.cookie, body))
+            assert.deepStrictEqual([bad.status, errorCode(bad.json)], [400, "invalid_body"], JSON.stringify(body))
+          }
+          assert.deepStrictEqual(yield* counts, before)
+        })
+    )
+  })
+
+  describe("reads", () => {
+    it.effect(
+      "filter by repository, cap at page_size, refuse bad query values, and hide other organizations' scans",
+      () =>
+        Effect.gen(function* () {
+          yield* reset
+          const f = yield* fixture
+          f.fake.setBranch("acme/api", "main", HEAD_1)
+          yield* request("/api/v1/organizations/org-a/deep-scans", post(f.member.cookie, { repository_id: f.repo.id }))
+          f.fake.setBranch("acme/api", "main", HEAD_2)
+          const latest = yield* request(
+            "/api/v1/organizations/org-a/deep-scans",
+            post(f.member.cookie, { repository_id: f.repo.id })
+          )
+          const latestId = (latest.json as { data: { id: string } }).data.id
+
+          const get = (path: string, cookie = f.member.cookie) => request(path, { headers: { cookie } })
+          const one = yield* get(`/api/v1/organizations/org-a/deep-scans?page_size=1`)
+          assert.deepStrictEqual(
+            (one.json as { data: Array<{ id: string }> }).data.map((scan) => scan.id),
+            [latestId]
+          )
+          const ofRepo = yield* get(`/api/v1/organizations/org-a/deep-scans?repository_id=${f.repo.id}`)
+          assert.strictEqual((ofRepo.json as { data: Array<unknown> }).data.length, 2)
+          const ofOther = yield* get(`/api/v1/organizations/org-a/deep-scans?repository_id=${f.uninstalled.id}`)
+          assert.deepStrictEqual(ofOther.json, { data: [] })
+
+          for (const query of ["page_size=0", "page_size=101", "page_size=x", `repository_id=${"r".repeat(129)}`]) {
+            const bad = yield* get(`/api/v1/organizations/org-a/deep-scans?${query}`)
+            assert.deepStrictEqual([bad.status, errorCode(bad.json)], [400, "invalid_query_parameter"], query)
+          }
+
+          const outsiderList = yield* get("/api/v1/organizations/org-a/deep-scans", f.outsider.cookie)
+          assert.deepStrictEqual([outsiderList.status, errorCode(outsiderList.json)], [404, "not_found"])
+          const crossRead = yield* get(`/api/v1/organizations/org-b/deep-scans/${latestId}`, f.outsider.cookie)
+          assert.deepStrictEqual([crossRead.status, errorCode(crossRead.json)], [404, "not_found"])
+          const ownOrgB = yield* get("/api/v1/organizations/org-b/deep-scans", f.outsider.cookie)
+          assert.deepStrictEqual(ownOrgB.json, { data: [] })
+          const anonymous = yield* request("/api/v1/organizations/org-a/deep-scans")
+          assert.strictEqual(anonymous.status, 401)
+        })
+    )
+  })
+})
