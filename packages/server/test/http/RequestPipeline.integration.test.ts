@@ -36,13 +36,21 @@ class ProbeGroup extends HttpApiGroup.make("probe")
 
 class ProbeApi extends HttpApi.make("probe").add(ProbeGroup).middleware(RequestValidation) {}
 
+/** How many times the probe's create handler ran: a refusal "before any handler" leaves it alone. */
+let probeCreates = 0
+
 const ProbeRoutes = HttpApiBuilder.layer(ProbeApi).pipe(
   Layer.provide(
     HttpApiBuilder.group(ProbeApi, "probe", (handlers) =>
       Effect.succeed(
         handlers
           .handle("item", ({ params }) => Effect.succeed({ data: { id: params.item_id } }))
-          .handle("create", ({ payload }) => Effect.succeed({ data: { name: payload.name } }))
+          .handle("create", ({ payload }) =>
+            Effect.sync(() => {
+              probeCreates++
+              return { data: { name: payload.name } }
+            })
+          )
           .handle("conflict", () =>
             Effect.fail(Conflict.fromCode("already_decided", "The suggestion was already decided"))
           )
@@ -280,6 +288,40 @@ layer(Server, { excludeTestServices: true })("request pipeline", (it) => {
         assert.strictEqual(inQuery.status, 400)
         assert.strictEqual((inQuery.json as { error: { code: string } }).error.code, "invalid_query_parameter")
       })
+    )
+
+    it.effect(
+      "refuses a JSON body whose strings hold NUL with 400 before the handler, and takes an escaped backslash before u0000 as text",
+      () =>
+        Effect.gen(function* () {
+          const before = probeCreates
+          for (const body of [
+            '{"name":"a\\u0000b","enabled":true}',
+            '{"name":"x","enabled":true,"extra":{"k":"\\\\\\u0000"}}'
+          ]) {
+            const refused = yield* request("/api/v1/probe/items", {
+              method: "POST",
+              headers: { "content-type": "application/json" },
+              body
+            })
+            assert.strictEqual(refused.status, 400, body)
+            assert.deepStrictEqual(refused.json, {
+              error: {
+                code: "invalid_body",
+                message: "Invalid body: a string holds a NUL character (\\u0000), which Bosun cannot store"
+              }
+            })
+          }
+          assert.strictEqual(probeCreates, before)
+          const text = yield* request("/api/v1/probe/items", {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: '{"name":"\\\\u0000","enabled":true}'
+          })
+          assert.strictEqual(text.status, 200)
+          assert.deepStrictEqual(text.json, { data: { name: "\\u0000" } })
+          assert.strictEqual(probeCreates, before + 1)
+        })
     )
 
     it.effect("answers a body that is not JSON with 415 and the envelope, not the library's plain text", () =>
