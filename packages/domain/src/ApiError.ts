@@ -75,6 +75,7 @@ export const ErrorCodes = {
   invalidQuery: "invalid_query_parameter",
   invalidHeaders: "invalid_header",
   invalidBody: "invalid_body",
+  payloadTooLarge: "payload_too_large",
   internal: "internal_error",
   migrationsPending: "migrations_pending",
   databaseUnavailable: "database_unavailable",

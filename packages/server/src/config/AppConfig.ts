@@ -50,6 +50,12 @@ export const PreviousKeysJson = Schema.String.pipe(
 
 const PoolSize = Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 1000 }))
 
+/** Request body limit in bytes: 1 KiB .. 100 MiB. */
+const BodyBytes = Schema.NumberFromString.check(
+  Schema.isInt(),
+  Schema.isBetween({ minimum: 1024, maximum: 104_857_600 })
+)
+
 export interface S3Settings {
   readonly bucket: string
   readonly endpoint: Option.Option<URL>
@@ -72,6 +78,8 @@ export interface AppSettings {
   readonly dataDir: string
   readonly databaseUrl: Option.Option<Redacted.Redacted<string>>
   readonly databasePoolSize: number
+  /** The largest request body `/api/*` reads (413 above). */
+  readonly maxBodyBytes: number
   readonly redisUrl: Option.Option<Redacted.Redacted<string>>
   readonly s3: Option.Option<S3Settings>
   /** Absent only on the embedded default, where `LocalSecrets` supplies one. */
@@ -177,6 +185,7 @@ export const appConfig: Config.Config<AppSettings> = Config.all({
   dataDir: Config.NonEmptyString("BOSUN_DATA_DIR").pipe(Config.withDefault("./.bosun")),
   databaseUrl: optionalRedacted("DATABASE_URL"),
   databasePoolSize: Config.schema(PoolSize, "BOSUN_DATABASE_POOL_SIZE").pipe(Config.withDefault(10)),
+  maxBodyBytes: Config.schema(BodyBytes, "BOSUN_MAX_BODY_BYTES").pipe(Config.withDefault(1_048_576)),
   redisUrl: optionalRedacted("REDIS_URL"),
   s3: s3Config,
   masterKey: masterKeyConfig,

@@ -4,6 +4,8 @@
  * - picks the request id (an inbound `X-Request-ID` matching the spec's pattern, else a new one)
  *   and sets it on every response;
  * - refuses a NUL character in the URL with a 400 (Postgres cannot store one);
+ * - refuses a body larger than `BOSUN_MAX_BODY_BYTES` with a 413: at once when `Content-Length`
+ *   says so, and while reading a body sent without it (the body stops being read at the limit);
  * - holds `/api/*` behind the migration gate;
  * - turns whatever failed into the `{"error": {"code", "message"}}` envelope: unmatched routes
  *   404, unreadable bodies 400, defects 500 with a generic message (the stack goes to the
@@ -15,8 +17,16 @@
 
 import { randomBytes } from "node:crypto"
 import { ErrorCodes, RequestIdPattern, type ServiceUnavailable } from "@bosun/domain"
-import { Cause, Context, Effect, type Types } from "effect"
-import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerRespondable, HttpServerResponse } from "effect/http"
+import { ByteSize, Cause, Context, Effect, type Types } from "effect"
+import {
+  HttpIncomingMessage,
+  HttpRouter,
+  HttpServerError,
+  HttpServerRequest,
+  HttpServerRespondable,
+  HttpServerResponse
+} from "effect/http"
+import { AppConfig } from "../config/AppConfig.ts"
 import { LogOutput } from "../observability/JsonLogger.ts"
 import { RequestContext, type RequestContextShape } from "../observability/RequestContext.ts"
 import { Migrator } from "../persistence/Migrator.ts"
@@ -119,8 +129,17 @@ const outcomeOf = (cause: Cause.Cause<unknown>): Effect.Effect<Outcome> => {
     return Effect.succeed({ response: HttpServerResponse.empty({ status: 499 }) })
   }
   const failure = cause.reasons.find(Cause.isFailReason)
-  if (failure === undefined) return Effect.succeed(internal(cause))
-  const error = failure.error
+  // HttpApiBuilder reads a JSON body with `orDie`: a body that could not be read arrives as a defect.
+  const unreadBody = cause.reasons.find(
+    (reason) => Cause.isDieReason(reason) && HttpServerError.isHttpServerError(reason.defect)
+  )
+  if (failure === undefined && unreadBody === undefined) return Effect.succeed(internal(cause))
+  const error =
+    failure !== undefined
+      ? failure.error
+      : unreadBody !== undefined && Cause.isDieReason(unreadBody)
+        ? unreadBody.defect
+        : undefined
   if (HttpServerError.isHttpServerError(error)) {
     switch (error.reason._tag) {
       case "RouteNotFound":
@@ -129,7 +148,10 @@ const outcomeOf = (cause: Cause.Cause<unknown>): Effect.Effect<Outcome> => {
         })
       case "RequestParseError":
         return Effect.succeed({
-          response: errorResponse(400, ErrorCodes.invalidBody, "The request body could not be read")
+          response:
+            error.reason.reason === "BodyTooLarge"
+              ? errorResponse(413, ErrorCodes.payloadTooLarge, "The request body is larger than the limit")
+              : errorResponse(400, ErrorCodes.invalidBody, "The request body could not be read")
         })
       default:
         return Effect.succeed(internal(cause))
@@ -182,6 +204,10 @@ export const RequestPipelineLayer = HttpRouter.middleware(
   Effect.gen(function* () {
     const migrator = yield* Migrator
     const output = yield* LogOutput
+    const { maxBodyBytes } = yield* AppConfig
+    const maxBodySize = ByteSize.bytes(BigInt(maxBodyBytes))
+    const tooLarge = () =>
+      errorResponse(413, ErrorCodes.payloadTooLarge, `The request body is larger than ${maxBodyBytes} bytes`)
     const gateClosed = (closed: ServiceUnavailable) =>
       Effect.succeed(HttpServerResponse.setHeader(envelopeResponse(503, closed), "Retry-After", "5"))
 
@@ -243,12 +269,16 @@ export const RequestPipelineLayer = HttpRouter.middleware(
             context
           )
         }
+        const declaredLength = headers["content-length"]
+        if (declaredLength !== undefined && Number(declaredLength) > maxBodyBytes) {
+          return Effect.provideService(finish({ response: tooLarge() }), RequestContext, context)
+        }
         // Once open the gate never closes, so the path is only inspected while it is shut.
         const handled =
           !migrator.isOpen() && isApiPath(request.url)
             ? Effect.matchEffect(migrator.gate, { onFailure: gateClosed, onSuccess: () => httpEffect })
             : httpEffect
-        return Effect.provideService(
+        const answered = Effect.provideService(
           Effect.matchCauseEffect(handled, {
             onSuccess: (response) => finish({ response: withEnvelope(response) }),
             onFailure: (cause) => Effect.flatMap(outcomeOf(cause), finish)
@@ -256,6 +286,12 @@ export const RequestPipelineLayer = HttpRouter.middleware(
           RequestContext,
           context
         )
+        // A body without Content-Length (chunked) is cut off where it passes the limit. Provided
+        // around `finish` too: a provideService restores the fiber's context when its effect
+        // ends, and `finish` still reads the route the router put there.
+        return request.method === "GET" || request.method === "HEAD"
+          ? answered
+          : Effect.provideService(answered, HttpIncomingMessage.MaxBodySize, maxBodySize)
       })
   }),
   { global: true }

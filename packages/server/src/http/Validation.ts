@@ -13,9 +13,9 @@
  */
 import { BadRequest, ErrorCodes, RequestValidation } from "@bosun/domain"
 import { Effect, Layer } from "effect"
-import type { unhandled } from "effect/Types"
 import { HttpServerRequest } from "effect/http"
 import { HttpApiError } from "effect/http-api"
+import type { unhandled } from "effect/Types"
 import { issueLines } from "../SchemaIssues.ts"
 
 const slots = {
@@ -57,12 +57,14 @@ const refuseNul = Effect.gen(function* () {
 export const RequestValidationLayer = Layer.succeed(RequestValidation)((httpEffect) =>
   Effect.andThen(
     refuseNul,
-    Effect.catch(httpEffect, (error): Effect.Effect<never, BadRequest | unhandled> =>
-      HttpApiError.HttpApiSchemaError.is(error)
-        ? error.kind === "Body" || error.kind === "ResponseHeaders"
-          ? Effect.die(error)
-          : Effect.fail(describeSchemaError(error))
-        : Effect.fail(error)
+    Effect.catch(
+      httpEffect,
+      (error): Effect.Effect<never, BadRequest | unhandled> =>
+        HttpApiError.HttpApiSchemaError.is(error)
+          ? error.kind === "Body" || error.kind === "ResponseHeaders"
+            ? Effect.die(error)
+            : Effect.fail(describeSchemaError(error))
+          : Effect.fail(error)
     )
   )
 )

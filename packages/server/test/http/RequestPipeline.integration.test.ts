@@ -324,6 +324,51 @@ layer(Server, { excludeTestServices: true })("request pipeline", (it) => {
         })
     )
 
+    it.effect(
+      "refuses a body over BOSUN_MAX_BODY_BYTES with 413, by its Content-Length or while reading a chunked one",
+      () =>
+        Effect.gen(function* () {
+          const before = probeCreates
+          const oversized = JSON.stringify({ name: "x".repeat(1_048_576), enabled: true })
+          const declared = yield* request("/api/v1/probe/items", {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: oversized
+          })
+          assert.strictEqual(declared.status, 413)
+          assert.deepStrictEqual(declared.json, {
+            error: { code: "payload_too_large", message: "The request body is larger than 1048576 bytes" }
+          })
+          assert.match(declared.headers.get("x-request-id") ?? "", RequestIdPattern)
+          const bytes = new TextEncoder().encode(oversized)
+          const chunked = yield* request("/api/v1/probe/items", {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: new ReadableStream({
+              start(controller) {
+                for (let offset = 0; offset < bytes.length; offset += 65_536) {
+                  controller.enqueue(bytes.subarray(offset, offset + 65_536))
+                }
+                controller.close()
+              }
+            }),
+            duplex: "half"
+          } as RequestInit)
+          assert.strictEqual(chunked.status, 413)
+          assert.strictEqual((chunked.json as { error: { code: string } }).error.code, "payload_too_large")
+          assert.strictEqual(probeCreates, before)
+          // At the limit is fine.
+          const atLimit = JSON.stringify({ name: "y".repeat(1_048_576 - 26), enabled: true })
+          assert.strictEqual(new TextEncoder().encode(atLimit).length, 1_048_576)
+          const accepted = yield* request("/api/v1/probe/items", {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: atLimit
+          })
+          assert.strictEqual(accepted.status, 200)
+        })
+    )
+
     it.effect("answers a body that is not JSON with 415 and the envelope, not the library's plain text", () =>
       Effect.gen(function* () {
         const response = yield* request("/api/v1/probe/items", {

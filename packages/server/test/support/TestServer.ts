@@ -27,6 +27,7 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
   dataDir: "/nonexistent",
   databaseUrl: Option.none(),
   databasePoolSize: 5,
+  maxBodyBytes: 1_048_576,
   redisUrl: Option.none(),
   s3: Option.none(),
   masterKey: Option.none(),
