@@ -4,6 +4,8 @@
  * toolkit slug, for themselves. A toolkit that needs no authentication is simply usable (ACTIVE,
  * no link); any other answers AUTHORIZATION_REQUIRED with a hosted connect link the user opens
  * before `expires_at`. The statuses are Composio's own words for a connected account.
+ * `GET .../composio/connections` (issue 5) lists the member's own apps as `ConnectedApp`: what
+ * the dashboard shows, never the link (a bearer URL) nor any Composio id.
  */
 import { Schema } from "effect"
 
@@ -23,3 +25,15 @@ export const ConnectedAppConnection = Schema.Struct({
   status: ConnectedAppStatus
 })
 export type ConnectedAppConnection = typeof ConnectedAppConnection.Type
+
+/** A member's latest connection request for one toolkit in one organization. */
+export const ConnectedApp = Schema.Struct({
+  created_at: Schema.String,
+  /** When the connect link of an AUTHORIZATION_REQUIRED request stops working; null when there is no link. */
+  expires_at: Schema.NullOr(Schema.String),
+  status: ConnectedAppStatus,
+  toolkit_slug: Schema.String,
+  /** When the latest request replaced the previous one (equal to created_at after the first). */
+  updated_at: Schema.String
+})
+export type ConnectedApp = typeof ConnectedApp.Type

@@ -1,6 +1,7 @@
 /**
  * Context suggestions of a repository (spec: Organization endpoints): the decision (ADMIN or
- * above) and the list for the dashboard.
+ * above), and the list and `GET .../context-suggestions/{suggestion_id}` (issue 5) for the
+ * dashboard (members). A suggestion is found only under its own (primary) repository's path.
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
@@ -16,6 +17,15 @@ export class ContextSuggestionsApi extends HttpApiGroup.make("contextSuggestions
       success: Schema.Struct({ data: Schema.Array(ContextSuggestion) }),
       error: NotFound
     }),
+    HttpApiEndpoint.get(
+      "get",
+      "/organizations/:organization_id/repositories/:repository_id/context-suggestions/:suggestion_id",
+      {
+        params: { organization_id: PathId, repository_id: PathId, suggestion_id: PathId },
+        success: Schema.Struct({ data: ContextSuggestion }),
+        error: NotFound
+      }
+    ),
     HttpApiEndpoint.post(
       "decide",
       "/organizations/:organization_id/repositories/:repository_id/context-suggestions/:suggestion_id/decision",

@@ -1,7 +1,7 @@
 /**
  * Memories of an organization (spec: Organization endpoints): `PATCH .../memories/{memory_id}`
- * `{enabled}` on an approved memory (ADMIN or above; 409 when not approved); the list serves the
- * dashboard.
+ * `{enabled}` on an approved memory (ADMIN or above; 409 when not approved); the list and
+ * `GET .../memories/{memory_id}` (issue 5) serve the dashboard, for members.
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
@@ -15,6 +15,11 @@ export class MemoriesApi extends HttpApiGroup.make("memories")
     HttpApiEndpoint.get("list", "/organizations/:organization_id/memories", {
       params: { organization_id: PathId },
       success: Schema.Struct({ data: Schema.Array(Memory) }),
+      error: NotFound
+    }),
+    HttpApiEndpoint.get("get", "/organizations/:organization_id/memories/:memory_id", {
+      params: { organization_id: PathId, memory_id: PathId },
+      success: Schema.Struct({ data: Memory }),
       error: NotFound
     }),
     HttpApiEndpoint.patch("toggle", "/organizations/:organization_id/memories/:memory_id", {

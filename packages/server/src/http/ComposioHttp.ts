@@ -1,4 +1,6 @@
 /**
+ * `GET .../composio/connections` (issue 5): the signed-in member's own connected apps in the
+ * organization, by toolkit slug, without links or Composio ids.
  * `POST .../composio/connections` `{toolkit_slug}` (spec: Organization endpoints; Resources
  * "Connected-app connection result"). Any member may connect an app for themselves: a toolkit
  * that needs no authentication answers ACTIVE with no link; any other a Composio hosted connect
@@ -6,11 +8,24 @@
  * asked first and the outcome recorded after, with its audit event, so a failed request writes
  * nothing. `toHttp` is the one place Composio's failures become HTTP answers.
  */
-import { BadGateway, BosunApi, Conflict, CurrentUser, ErrorCodes, NotFound, ServiceUnavailable } from "@bosun/domain"
+import {
+  BadGateway,
+  BosunApi,
+  Conflict,
+  type ConnectedApp,
+  CurrentUser,
+  ErrorCodes,
+  NotFound,
+  ServiceUnavailable
+} from "@bosun/domain"
 import { Effect, Option } from "effect"
 import { AppConfig } from "../config/AppConfig.ts"
 import { AuditLog } from "../persistence/AuditLog.ts"
-import { type ComposioConnectionRequest, ComposioConnectionsRepo } from "../persistence/ComposioConnectionsRepo.ts"
+import {
+  type ComposioConnection,
+  type ComposioConnectionRequest,
+  ComposioConnectionsRepo
+} from "../persistence/ComposioConnectionsRepo.ts"
 import { Composio, type ComposioError } from "../providers/Composio.ts"
 import { group } from "./ApiGroup.ts"
 import { OrgAccess } from "./OrgAccess.ts"
@@ -39,6 +54,15 @@ const toHttp = (error: ComposioError) => {
   }
 }
 
+/** What the dashboard sees of a stored connection: no Composio id, no link (it is not stored). */
+const toConnectedApp = (connection: ComposioConnection): ConnectedApp => ({
+  created_at: connection.createdAt.toISOString(),
+  expires_at: connection.redirectExpiresAt?.toISOString() ?? null,
+  status: connection.status,
+  toolkit_slug: connection.toolkitSlug,
+  updated_at: connection.updatedAt.toISOString()
+})
+
 export const ComposioHttp = group(
   BosunApi,
   "composio",
@@ -49,54 +73,63 @@ export const ComposioHttp = group(
     const audit = yield* AuditLog
     const callbackUrl = (yield* AppConfig).baseUrl.href
 
-    return handlers.handle("connect", ({ params, payload }) =>
-      Effect.gen(function* () {
-        const organizationId = params.organization_id
-        const toolkitSlug = payload.toolkit_slug
-        yield* access.member(organizationId)
-        const user = yield* CurrentUser
-        const composioUser = composioUserId(organizationId, user.userId)
-        const outcome = yield* composio
-          .connect({ toolkitSlug, userId: composioUser, callbackUrl })
-          .pipe(Effect.mapError(toHttp))
-        const request: ComposioConnectionRequest =
-          outcome._tag === "NoAuth"
-            ? {
-                userId: user.userId,
-                toolkitSlug,
-                composioUserId: composioUser,
-                authConfigId: null,
-                connectedAccountId: null,
-                status: "ACTIVE",
-                redirectExpiresAt: null
-              }
-            : {
-                userId: user.userId,
-                toolkitSlug,
-                composioUserId: composioUser,
-                authConfigId: outcome.authConfigId,
-                connectedAccountId: outcome.connectedAccountId,
-                status: "AUTHORIZATION_REQUIRED",
-                redirectExpiresAt: outcome.expiresAt
-              }
-        yield* audit.audited(Effect.map(connections.record(organizationId, request), Option.some), (written) => ({
-          organizationId,
-          actor: { kind: "user", userId: user.userId },
-          action: "composio.connect",
-          target: `composio_toolkit:${toolkitSlug}`,
-          details: { status: written.status, connected_account_id: written.connectedAccountId }
-        }))
-        return {
-          data:
+    return handlers
+      .handle("list", ({ params }) =>
+        Effect.gen(function* () {
+          yield* access.member(params.organization_id)
+          const user = yield* CurrentUser
+          const mine = yield* connections.listForMember(params.organization_id, user.userId)
+          return { data: mine.map(toConnectedApp) }
+        })
+      )
+      .handle("connect", ({ params, payload }) =>
+        Effect.gen(function* () {
+          const organizationId = params.organization_id
+          const toolkitSlug = payload.toolkit_slug
+          yield* access.member(organizationId)
+          const user = yield* CurrentUser
+          const composioUser = composioUserId(organizationId, user.userId)
+          const outcome = yield* composio
+            .connect({ toolkitSlug, userId: composioUser, callbackUrl })
+            .pipe(Effect.mapError(toHttp))
+          const request: ComposioConnectionRequest =
             outcome._tag === "NoAuth"
-              ? { expires_at: null, redirect_url: null, status: "ACTIVE" as const }
-              : {
-                  expires_at: outcome.expiresAt.toISOString(),
-                  redirect_url: outcome.redirectUrl,
-                  status: "AUTHORIZATION_REQUIRED" as const
+              ? {
+                  userId: user.userId,
+                  toolkitSlug,
+                  composioUserId: composioUser,
+                  authConfigId: null,
+                  connectedAccountId: null,
+                  status: "ACTIVE",
+                  redirectExpiresAt: null
                 }
-        }
-      })
-    )
+              : {
+                  userId: user.userId,
+                  toolkitSlug,
+                  composioUserId: composioUser,
+                  authConfigId: outcome.authConfigId,
+                  connectedAccountId: outcome.connectedAccountId,
+                  status: "AUTHORIZATION_REQUIRED",
+                  redirectExpiresAt: outcome.expiresAt
+                }
+          yield* audit.audited(Effect.map(connections.record(organizationId, request), Option.some), (written) => ({
+            organizationId,
+            actor: { kind: "user", userId: user.userId },
+            action: "composio.connect",
+            target: `composio_toolkit:${toolkitSlug}`,
+            details: { status: written.status, connected_account_id: written.connectedAccountId }
+          }))
+          return {
+            data:
+              outcome._tag === "NoAuth"
+                ? { expires_at: null, redirect_url: null, status: "ACTIVE" as const }
+                : {
+                    expires_at: outcome.expiresAt.toISOString(),
+                    redirect_url: outcome.redirectUrl,
+                    status: "AUTHORIZATION_REQUIRED" as const
+                  }
+          }
+        })
+      )
   })
 )

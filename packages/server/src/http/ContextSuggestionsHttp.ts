@@ -1,6 +1,8 @@
 /**
- * Context suggestions of a repository (spec: Organization endpoints): `GET` for members, `POST
- * .../decision` for ADMINs (audited; 409 `suggestion_already_decided` the second time).
+ * Context suggestions of a repository (spec: Organization endpoints): the list and `GET
+ * .../context-suggestions/{suggestion_id}` (issue 5) for members, `POST .../decision` for ADMINs
+ * (audited; 409 `suggestion_already_decided` the second time). A suggestion is reached only under
+ * its primary repository's path: under any other it is 404, as a missing one.
  */
 import { BosunApi, Conflict, CurrentUser, ErrorCodes, NotFound } from "@bosun/domain"
 import { Effect, Option } from "effect"
@@ -9,6 +11,11 @@ import { ContextSuggestionsRepo } from "../persistence/ContextSuggestionsRepo.ts
 import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
 import { group } from "./ApiGroup.ts"
 import { OrgAccess } from "./OrgAccess.ts"
+
+const suggestionNotFound = NotFound.fromCode(
+  ErrorCodes.notFound,
+  "No context suggestion has this id for this repository"
+)
 
 export const ContextSuggestionsHttp = group(
   BosunApi,
@@ -26,6 +33,14 @@ export const ContextSuggestionsHttp = group(
             return yield* NotFound.fromCode(ErrorCodes.notFound, "No repository has this id in this organization")
           }
           return { data: yield* suggestions.list(params.organization_id, params.repository_id) }
+        })
+      )
+      .handle("get", ({ params }) =>
+        Effect.gen(function* () {
+          yield* access.member(params.organization_id)
+          const found = yield* suggestions.find(params.organization_id, params.repository_id, params.suggestion_id)
+          if (Option.isNone(found)) return yield* suggestionNotFound
+          return { data: found.value }
         })
       )
       .handle("decide", ({ params, payload }) =>
@@ -59,12 +74,7 @@ export const ContextSuggestionsHttp = group(
                 )
               )
             )
-          if (Option.isNone(decided)) {
-            return yield* NotFound.fromCode(
-              ErrorCodes.notFound,
-              "No context suggestion has this id for this repository"
-            )
-          }
+          if (Option.isNone(decided)) return yield* suggestionNotFound
           return { data: decided.value }
         })
       )

@@ -1,8 +1,8 @@
 /**
- * `GET .../memories` and `PATCH .../memories/{memory_id}` (spec: Organization endpoints).
- * Enabling or disabling needs ADMIN (a memory steers every review of the organization), works
- * only on an approved memory (409 `memory_not_approved` otherwise), sets last_toggled_at/by and
- * is audited.
+ * `GET .../memories`, `GET .../memories/{memory_id}` (issue 5; members) and `PATCH
+ * .../memories/{memory_id}` (spec: Organization endpoints). Enabling or disabling needs ADMIN (a
+ * memory steers every review of the organization), works only on an approved memory (409
+ * `memory_not_approved` otherwise), sets last_toggled_at/by and is audited.
  */
 import { BosunApi, Conflict, CurrentUser, ErrorCodes, NotFound } from "@bosun/domain"
 import { Effect, Option } from "effect"
@@ -10,6 +10,8 @@ import { AuditLog } from "../persistence/AuditLog.ts"
 import { MemoriesRepo } from "../persistence/MemoriesRepo.ts"
 import { group } from "./ApiGroup.ts"
 import { OrgAccess } from "./OrgAccess.ts"
+
+const memoryNotFound = NotFound.fromCode(ErrorCodes.notFound, "No memory has this id in this organization")
 
 export const MemoriesHttp = group(
   BosunApi,
@@ -23,6 +25,14 @@ export const MemoriesHttp = group(
         Effect.gen(function* () {
           yield* access.member(params.organization_id)
           return { data: yield* memories.list(params.organization_id) }
+        })
+      )
+      .handle("get", ({ params }) =>
+        Effect.gen(function* () {
+          yield* access.member(params.organization_id)
+          const memory = yield* memories.find(params.organization_id, params.memory_id)
+          if (Option.isNone(memory)) return yield* memoryNotFound
+          return { data: memory.value }
         })
       )
       .handle("toggle", ({ params, payload }) =>
@@ -46,9 +56,7 @@ export const MemoriesHttp = group(
                 )
               )
             )
-          if (Option.isNone(toggled)) {
-            return yield* NotFound.fromCode(ErrorCodes.notFound, "No memory has this id in this organization")
-          }
+          if (Option.isNone(toggled)) return yield* memoryNotFound
           return { data: toggled.value }
         })
       )

@@ -2,7 +2,8 @@
  * Connected-app connection requests (spec: Organization endpoints `composio/connections`): one
  * row per member, organization and Composio toolkit, holding the latest request's outcome — the
  * Composio ids it produced, its status and when its connect link expires. The link itself is a
- * bearer URL and is never stored. Every query filters by the organization.
+ * bearer URL and is never stored. Every query filters by the organization; a member reads only
+ * their own rows.
  */
 import type { ConnectedAppStatus } from "@bosun/domain"
 import { Context, Effect, Layer, Option } from "effect"
@@ -63,6 +64,8 @@ export class ComposioConnectionsRepo extends Context.Service<
       userId: string,
       toolkitSlug: string
     ) => Effect.Effect<Option.Option<ComposioConnection>>
+    /** The member's connections in the organization, by toolkit slug. */
+    readonly listForMember: (organizationId: string, userId: string) => Effect.Effect<ReadonlyArray<ComposioConnection>>
   }
 >()("bosun/server/persistence/ComposioConnectionsRepo") {
   static readonly layer = Layer.effect(
@@ -107,6 +110,17 @@ export class ComposioConnectionsRepo extends Context.Service<
             Effect.orDie
           )
           return Option.map(Option.fromUndefinedOr(row), toConnection)
+        }),
+        // Served by the unique (organization_id, user_id, toolkit_slug) index, in its order.
+        listForMember: Effect.fn("ComposioConnectionsRepo.listForMember")(function* (
+          organizationId: string,
+          userId: string
+        ) {
+          const rows = yield* sql<Row>`
+            SELECT ${columns} FROM composio_connections
+            WHERE organization_id = ${organizationId} AND user_id = ${userId}
+            ORDER BY toolkit_slug`.pipe(Effect.orDie)
+          return rows.map(toConnection)
         })
       })
     })

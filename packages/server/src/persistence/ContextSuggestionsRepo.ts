@@ -28,6 +28,12 @@ export class ContextSuggestionsRepo extends Context.Service<
   ContextSuggestionsRepo,
   {
     readonly list: (organizationId: string, repositoryId: string) => Effect.Effect<ReadonlyArray<ContextSuggestion>>
+    /** One suggestion of `repositoryId` (its primary repository); none for any other repository's. */
+    readonly find: (
+      organizationId: string,
+      repositoryId: string,
+      suggestionId: string
+    ) => Effect.Effect<Option.Option<ContextSuggestion>>
     /** Decides in the caller's transaction; none when there is no such suggestion. */
     readonly decide: (
       organizationId: string,
@@ -66,6 +72,18 @@ export class ContextSuggestionsRepo extends Context.Service<
             WHERE organization_id = ${organizationId} AND primary_repository_id = ${repositoryId}
             ORDER BY proposed_at DESC, id`.pipe(Effect.orDie)
           return rows.map(toSuggestion)
+        }),
+        find: Effect.fn("ContextSuggestionsRepo.find")(function* (
+          organizationId: string,
+          repositoryId: string,
+          suggestionId: string
+        ) {
+          const [row] = yield* sql<Row>`
+            SELECT ${columns} FROM context_suggestions
+            WHERE organization_id = ${organizationId} AND primary_repository_id = ${repositoryId} AND id = ${suggestionId}`.pipe(
+            Effect.orDie
+          )
+          return Option.map(Option.fromUndefinedOr(row), toSuggestion)
         }),
         decide: Effect.fn("ContextSuggestionsRepo.decide")(function* (
           organizationId: string,

@@ -1,6 +1,7 @@
 /**
- * Workflow runs and attempts (spec: Resources "Workflow run", "Workflow attempt"). Reads filter
- * by organization; `create`/`addAttempt` are the writes the scheduler will make (tests use them).
+ * Workflow runs and attempts (spec: Resources "Workflow run", "Workflow attempt"). Reads (one run
+ * with its attempts, or the list newest first) filter by organization; `create`/`addAttempt` are
+ * the writes the scheduler will make (tests use them).
  */
 import type { WorkflowAttempt, WorkflowRun } from "@bosun/domain"
 import { Context, Effect, Layer, Option } from "effect"
@@ -12,6 +13,15 @@ type Dated<T, K extends keyof T> = Omit<T, K> & { readonly [P in K]: Date | null
 export class WorkflowRunsRepo extends Context.Service<
   WorkflowRunsRepo,
   {
+    /** Newest first (created_at, then id, descending); each filter given narrows the list. */
+    readonly list: (
+      organizationId: string,
+      options: {
+        readonly repositoryId?: string | undefined
+        readonly pullRequestNumber?: number | undefined
+        readonly limit: number
+      }
+    ) => Effect.Effect<ReadonlyArray<WorkflowRun>>
     readonly find: (
       organizationId: string,
       runId: string
@@ -62,6 +72,20 @@ export class WorkflowRunsRepo extends Context.Service<
       })
 
       return WorkflowRunsRepo.of({
+        list: Effect.fn("WorkflowRunsRepo.list")(function* (organizationId, options) {
+          const rows = yield* sql<RunRow>`
+            SELECT ${runColumns} FROM workflow_runs
+            WHERE organization_id = ${organizationId}
+              ${options.repositoryId === undefined ? sql`` : sql`AND repository_id = ${options.repositoryId}`}
+              ${
+                options.pullRequestNumber === undefined
+                  ? sql``
+                  : sql`AND pull_request_number = ${options.pullRequestNumber}`
+              }
+            ORDER BY created_at DESC, id DESC
+            LIMIT ${options.limit}`.pipe(Effect.orDie)
+          return rows.map(toRun)
+        }),
         find: Effect.fn("WorkflowRunsRepo.find")(function* (organizationId: string, runId: string) {
           const [run] = yield* sql<RunRow>`
             SELECT ${runColumns} FROM workflow_runs WHERE organization_id = ${organizationId} AND id = ${runId}`.pipe(

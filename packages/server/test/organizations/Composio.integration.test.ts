@@ -4,9 +4,10 @@
  * local fake Composio. Covers the hosted connect link for the member (API key header, Bosun's
  * Composio user id, the managed auth config created once and reused), no-auth apps, every refusal
  * before Composio is asked, Composio's own refusals and outages (never leaking the API key), an
- * instance with no key configured, and that no failure writes a row or an audit event.
+ * instance with no key configured, and that no failure writes a row or an audit event. The list
+ * (issue 5) shows a member their own apps only, with no link and no Composio id.
  */
-import type { ConnectedAppConnection } from "@bosun/domain"
+import type { ConnectedApp, ConnectedAppConnection } from "@bosun/domain"
 import { FakeComposio, LogCapture } from "@bosun/testing"
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Option, Redacted } from "effect"
@@ -44,6 +45,24 @@ const written = (org: string) =>
       SELECT (SELECT count(*)::int FROM composio_connections WHERE organization_id = ${org}) AS connections,
              (SELECT count(*)::int FROM audit_events WHERE organization_id = ${org}) AS audits`
     return counts ?? { connections: -1, audits: -1 }
+  })
+
+const list = (cookie: string, org: string) => request(path(org), { headers: { cookie } })
+
+const listed = (response: { status: number; text: string; json: unknown }) => {
+  assert.strictEqual(response.status, 200, response.text)
+  return (response.json as { data: ReadonlyArray<ConnectedApp> }).data
+}
+
+/** The stored timestamps of a member's connection, as the API writes them. */
+const stamps = (org: string, userId: string, toolkitSlug: string) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const [row] = yield* sql<{ created_at: Date; updated_at: Date }>`
+      SELECT created_at, updated_at FROM composio_connections
+      WHERE organization_id = ${org} AND user_id = ${userId} AND toolkit_slug = ${toolkitSlug}`
+    assert.isDefined(row, `${org} ${toolkitSlug}`)
+    return { created_at: row?.created_at.toISOString() ?? "", updated_at: row?.updated_at.toISOString() ?? "" }
   })
 
 /** The requests the fake received since `from`. */
@@ -330,6 +349,110 @@ layer(Server, { excludeTestServices: true })("connected apps (Composio)", (it) =
           connected(yield* post(member.cookie, "cx-down", { toolkit_slug: "slack" })).status,
           "AUTHORIZATION_REQUIRED"
         )
+      })
+  )
+
+  it.effect(
+    "lists the signed-in member's own connected apps in the organization by toolkit slug, with the link's expiry and never the link or a Composio id",
+    () =>
+      Effect.gen(function* () {
+        const fake = yield* FakeComposio
+        fake.addToolkit({ slug: "list_weather", noAuth: true })
+        fake.addToolkit({ slug: "list_asana" })
+        const member = yield* signIn("cx-list-member", [
+          ["cx-list", "MEMBER"],
+          ["cx-list-second", "MEMBER"]
+        ])
+        const colleague = yield* signIn("cx-list-colleague", [["cx-list", "ADMIN"]])
+        const newcomer = yield* signIn("cx-list-newcomer", [["cx-list", "MEMBER"]])
+
+        connected(yield* post(member.cookie, "cx-list", { toolkit_slug: "list_weather" }))
+        connected(yield* post(member.cookie, "cx-list", { toolkit_slug: "list_asana" }))
+        connected(yield* post(colleague.cookie, "cx-list", { toolkit_slug: "list_asana" }))
+        connected(yield* post(member.cookie, "cx-list-second", { toolkit_slug: "list_weather" }))
+        const link = fake.links.filter((l) => l.userId === `bosun:cx-list:${member.userId}`).at(-1)
+        assert.isDefined(link)
+
+        const response = yield* list(member.cookie, "cx-list")
+        const apps = listed(response)
+        assert.deepStrictEqual(Object.keys(response.json as object), ["data"])
+        assert.deepStrictEqual(apps, [
+          {
+            ...(yield* stamps("cx-list", member.userId, "list_asana")),
+            expires_at: link?.expiresAt ?? "missing",
+            status: "AUTHORIZATION_REQUIRED",
+            toolkit_slug: "list_asana"
+          },
+          {
+            ...(yield* stamps("cx-list", member.userId, "list_weather")),
+            expires_at: null,
+            status: "ACTIVE",
+            toolkit_slug: "list_weather"
+          }
+        ])
+        assert.deepStrictEqual(Object.keys(apps[0] ?? {}).sort(), [
+          "created_at",
+          "expires_at",
+          "status",
+          "toolkit_slug",
+          "updated_at"
+        ])
+        // Neither the bearer link nor any Composio id reaches the dashboard.
+        for (const secret of [
+          link?.redirectUrl,
+          link?.connectedAccountId,
+          link?.authConfigId,
+          `bosun:cx-list:${member.userId}`
+        ]) {
+          assert.notInclude(response.text, secret ?? "missing")
+        }
+
+        assert.deepStrictEqual(
+          listed(yield* list(colleague.cookie, "cx-list")).map((app) => app.toolkit_slug),
+          ["list_asana"]
+        )
+        assert.deepStrictEqual(
+          listed(yield* list(member.cookie, "cx-list-second")).map((app) => [app.toolkit_slug, app.status]),
+          [["list_weather", "ACTIVE"]]
+        )
+        assert.deepStrictEqual(listed(yield* list(newcomer.cookie, "cx-list")), [])
+      })
+  )
+
+  it.effect("a new request for a toolkit shows in the list with the new link's expiry and a later updated_at", () =>
+    Effect.gen(function* () {
+      const fake = yield* FakeComposio
+      fake.addToolkit({ slug: "list_trello" })
+      const member = yield* signIn("cx-relist-member", [["cx-relist", "MEMBER"]])
+      connected(yield* post(member.cookie, "cx-relist", { toolkit_slug: "list_trello" }))
+      const [before] = listed(yield* list(member.cookie, "cx-relist"))
+      connected(yield* post(member.cookie, "cx-relist", { toolkit_slug: "list_trello" }))
+      const after = listed(yield* list(member.cookie, "cx-relist"))
+      const latest = fake.links.filter((l) => l.userId === `bosun:cx-relist:${member.userId}`).at(-1)
+      assert.strictEqual(after.length, 1)
+      assert.strictEqual(after[0]?.created_at, before?.created_at)
+      assert.strictEqual(after[0]?.expires_at, latest?.expiresAt)
+      assert.isTrue(Date.parse(after[0]?.updated_at ?? "") > Date.parse(before?.updated_at ?? ""))
+    })
+  )
+
+  it.effect(
+    "the list answers 401 without a session, 404 outside the caller's organizations and 400 for a 129-character organization id",
+    () =>
+      Effect.gen(function* () {
+        const member = yield* signIn("cx-list-guard-member", [["cx-list-guard", "MEMBER"]])
+        yield* signIn("cx-list-guard-stranger", [["cx-list-guard-other", "ADMIN"]])
+        const anonymous = yield* request(path("cx-list-guard"))
+        assert.strictEqual(anonymous.status, 401)
+        assert.strictEqual(errorCode(anonymous.json), "session_required")
+        for (const org of ["cx-list-guard-other", "cx-list-guard-missing"]) {
+          const foreign = yield* list(member.cookie, org)
+          assert.strictEqual(foreign.status, 404, org)
+          assert.strictEqual(errorCode(foreign.json), "not_found", org)
+        }
+        const long = yield* list(member.cookie, "o".repeat(129))
+        assert.strictEqual(long.status, 400)
+        assert.strictEqual(errorCode(long.json), "invalid_path_parameter")
       })
   )
 })

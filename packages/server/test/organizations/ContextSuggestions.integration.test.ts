@@ -1,8 +1,9 @@
 /**
  * Context suggestions over real HTTP (spec: Organization endpoints, Resources "Context
- * suggestion"): the decision's shape field by field; approving adds the secondary repository to
- * the configuration's secondary_repository_ids, rejecting does not; deciding twice is 409;
- * 400 for an unknown decision; 401, 404 across organizations and repositories, 403 below ADMIN.
+ * suggestion"; issue 5): one suggestion and the decision's shape field by field; approving adds
+ * the secondary repository to the configuration's secondary_repository_ids, rejecting does not;
+ * deciding twice is 409; 400 for an unknown decision or an over-long id; 401, 404 across
+ * organizations and repositories, 403 below ADMIN.
  */
 import type { ContextSuggestion, RepositoryConfiguration } from "@bosun/domain"
 import { assert, layer } from "@effect/vitest"
@@ -46,6 +47,11 @@ const fixture = (org: string) =>
       reason: "app imports acme/lib"
     })
     return { admin, member, primary, secondary, suggestion }
+  })
+
+const getSuggestion = (cookie: string, org: string, repositoryId: string, suggestionId: string) =>
+  request(`/api/v1/organizations/${org}/repositories/${repositoryId}/context-suggestions/${suggestionId}`, {
+    headers: { cookie }
   })
 
 const secondaryIds = (cookie: string, org: string, repositoryId: string) =>
@@ -171,6 +177,77 @@ layer(layerTestServer(), { excludeTestServices: true })("context suggestions", (
           }
         )
         assert.strictEqual((untouched.json as { data: ReadonlyArray<ContextSuggestion> }).data[0]?.state, "PROPOSED")
+      })
+  )
+
+  it.effect("reads one suggestion under its repository's path, field by field, before and after its decision", () =>
+    Effect.gen(function* () {
+      const f = yield* fixture("cs-get")
+      const response = yield* getSuggestion(f.member.cookie, "cs-get", f.primary.id, f.suggestion.id)
+      assert.strictEqual(response.status, 200, response.text)
+      const body = response.json as { data: ContextSuggestion }
+      assert.deepStrictEqual(Object.keys(body), ["data"])
+      assert.deepStrictEqual(
+        { ...body.data, proposed_at: "t" },
+        {
+          access_valid: true,
+          decided_at: null,
+          decided_by: null,
+          id: f.suggestion.id,
+          organization_id: "cs-get",
+          primary_repository_id: f.primary.id,
+          proposed_at: "t",
+          reason: "app imports acme/lib",
+          secondary_name: "lib",
+          secondary_owner: "acme",
+          secondary_repository_id: f.secondary.id,
+          source: "IMPORT_ANALYSIS",
+          state: "PROPOSED"
+        }
+      )
+      assert.deepStrictEqual(body.data, f.suggestion)
+      const decided = yield* decide(f.admin.cookie, "cs-get", f.primary.id, f.suggestion.id, "reject")
+      const after = yield* getSuggestion(f.member.cookie, "cs-get", f.primary.id, f.suggestion.id)
+      assert.deepStrictEqual(
+        (after.json as { data: ContextSuggestion }).data,
+        (decided.json as { data: ContextSuggestion }).data
+      )
+    })
+  )
+
+  it.effect(
+    "reading one suggestion answers 401 without a session, 404 under another repository of the organization, for another organization's suggestion, to a stranger or for an unknown id, 400 for 129-character ids",
+    () =>
+      Effect.gen(function* () {
+        const f = yield* fixture("cs-get-guard")
+        const other = yield* fixture("cs-get-guard-other")
+        const anonymous = yield* request(
+          `/api/v1/organizations/cs-get-guard/repositories/${f.primary.id}/context-suggestions/${f.suggestion.id}`
+        )
+        assert.strictEqual(anonymous.status, 401)
+        assert.strictEqual(errorCode(anonymous.json), "session_required")
+        for (const [cookie, org, repositoryId, suggestionId] of [
+          // The secondary repository is in the organization, but the suggestion is not its own.
+          [f.member.cookie, "cs-get-guard", f.secondary.id, f.suggestion.id],
+          [f.member.cookie, "cs-get-guard", f.primary.id, other.suggestion.id],
+          [f.member.cookie, "cs-get-guard-other", other.primary.id, other.suggestion.id],
+          [other.admin.cookie, "cs-get-guard", f.primary.id, f.suggestion.id],
+          [f.member.cookie, "cs-get-guard", f.primary.id, "missing"],
+          [f.member.cookie, "cs-get-guard", "no-such-repository", f.suggestion.id]
+        ] as const) {
+          const response = yield* getSuggestion(cookie, org, repositoryId, suggestionId)
+          assert.strictEqual(response.status, 404, `${org}/${repositoryId}/${suggestionId}`)
+          assert.strictEqual(errorCode(response.json), "not_found")
+        }
+        for (const [org, repositoryId, suggestionId] of [
+          ["cs-get-guard", f.primary.id, "s".repeat(129)],
+          ["cs-get-guard", "r".repeat(129), f.suggestion.id],
+          ["o".repeat(129), f.primary.id, f.suggestion.id]
+        ] as const) {
+          const response = yield* getSuggestion(f.member.cookie, org, repositoryId, suggestionId)
+          assert.strictEqual(response.status, 400, `${org}/${repositoryId}/${suggestionId}`)
+          assert.strictEqual(errorCode(response.json), "invalid_path_parameter")
+        }
       })
   )
 })

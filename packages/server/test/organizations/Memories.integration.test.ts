@@ -1,7 +1,8 @@
 /**
- * Memories over real HTTP (spec: Organization endpoints, Resources "Memory"): the list and the
- * enable/disable PATCH, field by field; 409 for a memory that is not approved; 401, 404 across
- * organizations, 403 below ADMIN, 400 for bad input; last_toggled_at/by and audit evidence.
+ * Memories over real HTTP (spec: Organization endpoints, Resources "Memory"; issue 5): the list,
+ * one memory by id and the enable/disable PATCH, field by field; 409 for a memory that is not
+ * approved; 401, 404 across organizations, 403 below ADMIN, 400 for bad input; last_toggled_at/by
+ * and audit evidence.
  */
 import type { Memory } from "@bosun/domain"
 import { assert, layer } from "@effect/vitest"
@@ -203,5 +204,89 @@ layer(layerTestServer(), { excludeTestServices: true })("memories", (it) => {
       assert.strictEqual(long.status, 400)
       assert.strictEqual(errorCode(long.json), "invalid_path_parameter")
     })
+  )
+
+  it.effect("reads one memory by id with every field of the spec's resource, as the list shows it", () =>
+    Effect.gen(function* () {
+      const f = yield* fixture
+      const response = yield* request(`/api/v1/organizations/mem-org/memories/${f.proposed.id}`, {
+        headers: { cookie: f.member.cookie }
+      })
+      assert.strictEqual(response.status, 200, response.text)
+      const body = response.json as { data: Memory }
+      assert.deepStrictEqual(Object.keys(body), ["data"])
+      assert.deepStrictEqual(
+        { ...body.data, created_at: "t", updated_at: "t" },
+        {
+          approved_at: null,
+          approved_by: null,
+          approved_by_login: null,
+          convention: "Use Effect.fn for service methods",
+          created_at: "t",
+          enabled: false,
+          id: f.proposed.id,
+          last_toggled_at: null,
+          last_toggled_by: null,
+          last_toggled_by_login: null,
+          lifecycle: "PROPOSED",
+          metadata: { file_path: "src/A.ts", language: "typescript", pull_request_number: 7, source_comment_id: 1 },
+          organization_id: "mem-org",
+          proposed_by: f.member.userId,
+          proposed_by_login: "mem-member",
+          purpose: "traceable spans",
+          rationale: "reviewers kept asking",
+          repository_id: f.repository.id,
+          repository_name: "service",
+          repository_owner: "acme",
+          scope: "REPOSITORY",
+          source_actor: null,
+          source_finding_id: null,
+          source_run_id: null,
+          source_type: "REVIEW_FEEDBACK",
+          source_url: "https://github.example/acme/service/pull/7#discussion_r1",
+          updated_at: "t"
+        }
+      )
+      assert.deepStrictEqual(body.data, f.proposed)
+      const approved = yield* request(`/api/v1/organizations/mem-org/memories/${f.approved.id}`, {
+        headers: { cookie: f.member.cookie }
+      })
+      const list = yield* request("/api/v1/organizations/mem-org/memories", { headers: { cookie: f.member.cookie } })
+      assert.deepStrictEqual(
+        (approved.json as { data: Memory }).data,
+        (list.json as { data: ReadonlyArray<Memory> }).data.find((m) => m.id === f.approved.id)
+      )
+      assert.strictEqual((approved.json as { data: Memory }).data.approved_by_login, "mem-admin")
+    })
+  )
+
+  it.effect(
+    "reading one memory answers 401 without a session, 404 to a stranger and for another organization's memory or an unknown id, 400 for a 129-character id",
+    () =>
+      Effect.gen(function* () {
+        const f = yield* fixture
+        const path = `/api/v1/organizations/mem-org/memories/${f.approved.id}`
+        const anonymous = yield* request(path)
+        assert.strictEqual(anonymous.status, 401)
+        assert.strictEqual(errorCode(anonymous.json), "session_required")
+        for (const [cookie, target] of [
+          [f.outsider.cookie, path],
+          [f.member.cookie, `/api/v1/organizations/mem-org/memories/${f.foreign.id}`],
+          [f.member.cookie, `/api/v1/organizations/mem-other/memories/${f.foreign.id}`],
+          [f.member.cookie, "/api/v1/organizations/mem-org/memories/no-such-memory"]
+        ] as const) {
+          const response = yield* request(target, { headers: { cookie } })
+          assert.strictEqual(response.status, 404, target)
+          assert.strictEqual(errorCode(response.json), "not_found")
+        }
+        for (const target of [
+          `/api/v1/organizations/mem-org/memories/${"m".repeat(129)}`,
+          `/api/v1/organizations/${"o".repeat(129)}/memories/${f.approved.id}`
+        ]) {
+          const long = yield* request(target, { headers: { cookie: f.member.cookie } })
+          assert.strictEqual(long.status, 400, target)
+          assert.strictEqual(errorCode(long.json), "invalid_path_parameter")
+        }
+      })
   )
 })
