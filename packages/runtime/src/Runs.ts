@@ -1,0 +1,502 @@
+/**
+ * The runs of this runtime (issue 6; spec: Agent runtime protocol): idempotent start by
+ * `(run_id, attempt_id)`, the run itself (checkout, agent, collecting its changes), its event log
+ * and live tail, cancel, and what a restart finds.
+ *
+ * On disk, under `BOSUN_RUNTIME_DATA_DIR`:
+ * - `runs/<attempt_id>/`: `request.json` (the ids, the agent and a fingerprint of the whole
+ *   request; never its prompt or credentials), `state.json` (the `RunState`, replaced atomically
+ *   at each step), `events.ndjson` (the log), `files/` (the diff, outputs, artifacts);
+ * - `workspaces/<attempt_id>/`: `repos/` (the checkouts, the agent's working directory), `home/`,
+ *   `outputs/`, `artifacts/`; removed `BOSUN_RUNTIME_WORKSPACE_RETENTION` after the run ends.
+ *
+ * A run's state machine: RUNNING (phase PREPARING → AGENT → COLLECTING) → SUCCEEDED | FAILED |
+ * CANCELLED (phase DONE). A run found RUNNING when the runtime starts was cut off by a restart:
+ * it becomes FAILED with `retryable: true` and error `runtime_restarted`, and its log is served
+ * as it was.
+ */
+import { createHash, createHmac } from "node:crypto"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import type { RunEvent, RunFile, RunPhase, RunRequest, RunState } from "@bosun/domain"
+import { Context, Data, Duration, Effect, Fiber, Layer, Option, Queue, Redacted, Scope, Stream } from "effect"
+import type { AgentAdapter, AgentOutcome } from "./agents/Agent.ts"
+import { customAgent } from "./agents/CustomAgent.ts"
+import { RunLog, readEvents } from "./RunLog.ts"
+import { RuntimeConfig } from "./RuntimeConfig.ts"
+import { type CheckedOut, changes, checkout } from "./Workspace.ts"
+
+export class RunConflict extends Data.TaggedError("RunConflict")<{ readonly message: string }> {}
+export class TooManyRuns extends Data.TaggedError("TooManyRuns")<{ readonly maxRuns: number }> {}
+export class UnknownAgent extends Data.TaggedError("UnknownAgent")<{ readonly message: string }> {}
+
+interface StoredRequest {
+  readonly run_id: string
+  readonly attempt_id: string
+  readonly fingerprint: string
+}
+
+interface Run {
+  readonly attemptId: string
+  readonly dir: string
+  readonly fingerprint: string
+  state: RunState
+  log: RunLog | undefined
+  fiber: Fiber.Fiber<void> | undefined
+  cancelRequested: boolean
+}
+
+/** Keys sorted at every level, so equal requests have equal fingerprints. */
+const canonical = (value: unknown): string =>
+  Array.isArray(value)
+    ? `[${value.map(canonical).join(",")}]`
+    : typeof value === "object" && value !== null
+      ? `{${Object.keys(value)
+          .sort()
+          .map((key) => `${JSON.stringify(key)}:${canonical((value as Record<string, unknown>)[key])}`)
+          .join(",")}}`
+      : JSON.stringify(value)
+
+const writeJsonAtomic = (file: string, value: unknown) => {
+  const temporary = `${file}.${process.pid}.tmp`
+  fs.writeFileSync(temporary, `${JSON.stringify(value, null, 2)}\n`)
+  fs.renameSync(temporary, file)
+}
+
+const contentTypeOf = (name: string) => {
+  const extension = path.extname(name).toLowerCase()
+  return (
+    {
+      ".diff": "text/x-diff",
+      ".patch": "text/x-diff",
+      ".html": "text/html; charset=utf-8",
+      ".htm": "text/html; charset=utf-8",
+      ".json": "application/json",
+      ".md": "text/markdown; charset=utf-8",
+      ".txt": "text/plain; charset=utf-8",
+      ".csv": "text/csv; charset=utf-8",
+      ".svg": "image/svg+xml",
+      ".png": "image/png"
+    }[extension] ?? "application/octet-stream"
+  )
+}
+
+const describeFile = (root: string, relative: string, kind: RunFile["kind"]): RunFile => {
+  const bytes = fs.readFileSync(path.join(root, relative))
+  return {
+    path: relative,
+    kind,
+    size: bytes.length,
+    sha256: createHash("sha256").update(bytes).digest("hex"),
+    content_type: contentTypeOf(relative)
+  }
+}
+
+/** Copies the regular files directly under `from` to `to`; sub-directories and links are skipped. */
+const copyFlat = (from: string, to: string): Array<string> => {
+  if (!fs.existsSync(from)) return []
+  fs.mkdirSync(to, { recursive: true })
+  const names: Array<string> = []
+  for (const entry of fs.readdirSync(from, { withFileTypes: true })) {
+    if (!entry.isFile()) continue
+    fs.copyFileSync(path.join(from, entry.name), path.join(to, entry.name))
+    names.push(entry.name)
+  }
+  return names.sort()
+}
+
+const ended = (state: RunState) => state.status !== "RUNNING"
+
+/**
+ * Kills the process group of an agent a previous runtime process started, if it still runs.
+ * A pid can be reused after a reboot, so only a process whose environment names this attempt
+ * is touched.
+ */
+const stopOrphan = (run: { readonly dir: string; readonly attemptId: string }) =>
+  Effect.gen(function* () {
+    const pidFile = path.join(run.dir, "agent.pid")
+    if (!fs.existsSync(pidFile)) return
+    const pid = Number(fs.readFileSync(pidFile, "utf8").trim())
+    if (!Number.isInteger(pid) || pid <= 1) return
+    const environ = yield* Effect.try(() => fs.readFileSync(`/proc/${pid}/environ`, "latin1")).pipe(
+      Effect.orElseSucceed(() => "")
+    )
+    if (!environ.split("\0").includes(`BOSUN_ATTEMPT_ID=${run.attemptId}`)) return
+    yield* Effect.try(() => process.kill(-pid, "SIGKILL")).pipe(Effect.ignore)
+  })
+
+export class Runs extends Context.Service<
+  Runs,
+  {
+    readonly maxRuns: number
+    readonly activeCount: () => number
+    /** Starts the run, or returns the one already started with this key and the same request. */
+    readonly start: (
+      request: RunRequest
+    ) => Effect.Effect<
+      { readonly state: RunState; readonly created: boolean },
+      RunConflict | TooManyRuns | UnknownAgent
+    >
+    readonly state: (attemptId: string) => Effect.Effect<Option.Option<RunState>>
+    /** The NDJSON tail after `after`, ending after `run.finished`; none for an unknown run. */
+    readonly tail: (attemptId: string, after: number) => Effect.Effect<Option.Option<Stream.Stream<string>>>
+    readonly cancel: (attemptId: string) => Effect.Effect<Option.Option<RunState>>
+    /** A file of a finished run, by the path its `files` entry gives. */
+    readonly file: (
+      attemptId: string,
+      filePath: string
+    ) => Effect.Effect<Option.Option<{ readonly meta: RunFile; readonly absolute: string }>>
+  }
+>()("bosun/runtime/Runs") {
+  static readonly layer = Layer.effect(
+    Runs,
+    Effect.gen(function* () {
+      const config = yield* RuntimeConfig
+      const scope = yield* Effect.scope
+      const runsDir = path.resolve(config.dataDir, "runs")
+      const workspacesDir = path.resolve(config.dataDir, "workspaces")
+      fs.mkdirSync(runsDir, { recursive: true })
+      fs.mkdirSync(workspacesDir, { recursive: true })
+      const runs = new Map<string, Run>()
+
+      const adapterFor = (request: RunRequest): AgentAdapter | UnknownAgent => {
+        if (request.agent.kind === "CUSTOM") {
+          const profile = config.profiles.get(request.agent.profile ?? "")
+          return profile === undefined
+            ? new UnknownAgent({
+                message: `No custom agent profile "${request.agent.profile ?? ""}" is configured in BOSUN_RUNTIME_AGENTS`
+              })
+            : customAgent(profile)
+        }
+        return new UnknownAgent({ message: `The agent ${request.agent.kind} is not installed in this runtime` })
+      }
+
+      /** A run of an earlier process, from its files; one cut off by a restart is failed first. */
+      const load = (attemptId: string): Run | undefined => {
+        const known = runs.get(attemptId)
+        if (known !== undefined) return known
+        const dir = path.join(runsDir, attemptId)
+        const stateFile = path.join(dir, "state.json")
+        if (!fs.existsSync(stateFile)) return undefined
+        const stored = JSON.parse(fs.readFileSync(path.join(dir, "request.json"), "utf8")) as StoredRequest
+        const run: Run = {
+          attemptId,
+          dir,
+          fingerprint: stored.fingerprint,
+          state: JSON.parse(fs.readFileSync(stateFile, "utf8")) as RunState,
+          log: undefined,
+          fiber: undefined,
+          cancelRequested: false
+        }
+        runs.set(attemptId, run)
+        return run
+      }
+
+      const emit = (run: Run, type: string, data: unknown): RunEvent | undefined => {
+        const event = run.log?.append(type, data)
+        if (event !== undefined) run.state = { ...run.state, last_seq: event.seq }
+        return event
+      }
+
+      const update = (run: Run, patch: Partial<RunState>) => {
+        run.state = { ...run.state, ...patch }
+        writeJsonAtomic(path.join(run.dir, "state.json"), run.state)
+      }
+
+      const setPhase = (run: Run, phase: RunPhase) => {
+        emit(run, "run.phase", { phase })
+        update(run, { phase })
+      }
+
+      const finish = (run: Run, patch: Partial<RunState>) => {
+        const finishedAt = new Date()
+        update(run, {
+          ...patch,
+          phase: "DONE",
+          // The state carried by `run.finished` counts that event itself.
+          last_seq: (run.log?.lastSeq ?? run.state.last_seq) + 1,
+          finished_at: finishedAt.toISOString(),
+          usage: {
+            ...run.state.usage,
+            ...patch.usage,
+            duration_ms: finishedAt.getTime() - Date.parse(run.state.started_at)
+          }
+        })
+        emit(run, "run.finished", run.state)
+        run.log?.close()
+        run.log = undefined
+      }
+
+      // Runs a previous process left RUNNING were cut off: stop the agents they left behind,
+      // fail the runs, keep their logs.
+      for (const entry of fs.readdirSync(runsDir, { withFileTypes: true })) {
+        if (!entry.isDirectory()) continue
+        const run = load(entry.name)
+        if (run === undefined || ended(run.state)) continue
+        yield* stopOrphan(run)
+        run.log = RunLog.open(path.join(run.dir, "events.ndjson"))
+        run.state = { ...run.state, last_seq: run.log.lastSeq }
+        finish(run, {
+          status: "FAILED",
+          retryable: true,
+          error: { code: "runtime_restarted", message: "The runtime restarted while the run was in progress" }
+        })
+      }
+
+      const collect = (run: Run, checkedOut: ReadonlyArray<CheckedOut>, workspace: string) =>
+        Effect.gen(function* () {
+          const filesDir = path.join(run.dir, "files")
+          fs.mkdirSync(filesDir, { recursive: true })
+          const diff = yield* changes(checkedOut)
+          fs.writeFileSync(path.join(filesDir, "changes.diff"), diff)
+          const files: Array<RunFile> = [describeFile(filesDir, "changes.diff", "DIFF")]
+          for (const name of copyFlat(path.join(workspace, "artifacts"), path.join(filesDir, "artifacts"))) {
+            files.push(describeFile(filesDir, `artifacts/${name}`, "ARTIFACT"))
+          }
+          for (const name of copyFlat(path.join(workspace, "outputs"), path.join(filesDir, "outputs"))) {
+            files.push(describeFile(filesDir, `outputs/${name}`, "OUTPUT"))
+          }
+          return files
+        })
+
+      const outcomePatch = (outcome: AgentOutcome): Partial<RunState> => {
+        const usage = { ...outcome.usage, duration_ms: 0 }
+        if (outcome.error !== undefined) {
+          return { status: "FAILED", retryable: false, exit_code: outcome.exitCode, error: outcome.error, usage }
+        }
+        if (outcome.exitCode === 0) return { status: "SUCCEEDED", exit_code: 0, usage }
+        return {
+          status: "FAILED",
+          retryable: false,
+          exit_code: outcome.exitCode,
+          error: {
+            code: "agent_failed",
+            message:
+              outcome.exitCode === null
+                ? `The agent was ended by ${outcome.signal ?? "a signal"}`
+                : `The agent exited with code ${outcome.exitCode}`
+          },
+          usage
+        }
+      }
+
+      const execute = (run: Run, request: RunRequest, adapter: AgentAdapter) => {
+        const workspace = path.join(workspacesDir, run.attemptId)
+        const repos = path.join(workspace, "repos")
+        const homeDir = path.join(workspace, "home")
+        const body = Effect.gen(function* () {
+          for (const dir of [
+            repos,
+            homeDir,
+            path.join(homeDir, "tmp"),
+            path.join(workspace, "outputs"),
+            path.join(workspace, "artifacts")
+          ]) {
+            fs.mkdirSync(dir, { recursive: true })
+          }
+          const checkedOut = yield* checkout(repos, request.repositories)
+          setPhase(run, "AGENT")
+          const outcome = yield* adapter({
+            request,
+            workspace: repos,
+            outputDir: path.join(workspace, "outputs"),
+            artifactsDir: path.join(workspace, "artifacts"),
+            homeDir,
+            grace: config.cancelGrace,
+            emit: (type, data) => {
+              emit(run, type, data)
+            },
+            onSpawn: (pid) => fs.writeFileSync(path.join(run.dir, "agent.pid"), `${pid}\n`)
+          }).pipe(Effect.timeoutOption(Duration.seconds(request.time_limit_seconds)))
+          if (Option.isNone(outcome)) {
+            return {
+              status: "FAILED",
+              retryable: false,
+              error: {
+                code: "time_limit_exceeded",
+                message: `The agent did not finish within ${request.time_limit_seconds} s`
+              }
+            } satisfies Partial<RunState>
+          }
+          if (outcome.value.exitCode !== 0 && outcome.value.stderrTail.length > 0) {
+            emit(run, "agent.stderr", { lines: outcome.value.stderrTail })
+          }
+          setPhase(run, "COLLECTING")
+          const files = yield* collect(run, checkedOut, workspace)
+          return { ...outcomePatch(outcome.value), files }
+        })
+        const removeWorkspace = Effect.sleep(config.workspaceRetention).pipe(
+          Effect.andThen(Effect.sync(() => fs.rmSync(workspace, { recursive: true, force: true })))
+        )
+        return body.pipe(
+          Effect.catchTag("WorkspaceError", (error) =>
+            Effect.succeed({
+              status: "FAILED",
+              retryable: true,
+              error: { code: "checkout_failed", message: error.message }
+            } satisfies Partial<RunState>)
+          ),
+          Effect.onExit((exit) =>
+            Effect.sync(() => {
+              if (exit._tag === "Success") finish(run, exit.value)
+              else if (run.cancelRequested) finish(run, { status: "CANCELLED", retryable: false })
+              else
+                finish(run, {
+                  status: "FAILED",
+                  retryable: true,
+                  error: { code: "runtime_error", message: "The runtime failed while running the agent" }
+                })
+            })
+          ),
+          Effect.andThen(Effect.forkIn(removeWorkspace, scope)),
+          Effect.asVoid
+        )
+      }
+
+      const activeCount = () => {
+        let active = 0
+        for (const run of runs.values()) if (!ended(run.state)) active++
+        return active
+      }
+
+      const start = Effect.fn("Runs.start")(function* (request: RunRequest) {
+        const fingerprint = createHmac("sha256", Redacted.value(config.token)).update(canonical(request)).digest("hex")
+        const existing = load(request.attempt_id)
+        if (existing !== undefined) {
+          if (existing.state.run_id !== request.run_id) {
+            return yield* new RunConflict({ message: `Attempt ${request.attempt_id} belongs to another run` })
+          }
+          if (existing.fingerprint !== fingerprint) {
+            return yield* new RunConflict({
+              message: `Run ${request.run_id} attempt ${request.attempt_id} was started with a different request`
+            })
+          }
+          return { state: existing.state, created: false }
+        }
+        const adapter = adapterFor(request)
+        if (adapter instanceof UnknownAgent) return yield* adapter
+        if (activeCount() >= config.maxRuns) return yield* new TooManyRuns({ maxRuns: config.maxRuns })
+
+        const dir = path.join(runsDir, request.attempt_id)
+        fs.mkdirSync(dir, { recursive: true })
+        const stored: StoredRequest = { run_id: request.run_id, attempt_id: request.attempt_id, fingerprint }
+        writeJsonAtomic(path.join(dir, "request.json"), { ...stored, agent: request.agent })
+        const run: Run = {
+          attemptId: request.attempt_id,
+          dir,
+          fingerprint,
+          state: {
+            run_id: request.run_id,
+            attempt_id: request.attempt_id,
+            agent: request.agent.kind,
+            status: "RUNNING",
+            phase: "PREPARING",
+            retryable: false,
+            exit_code: null,
+            error: null,
+            usage: { input_tokens: 0, output_tokens: 0, cost_usd: null, duration_ms: 0 },
+            files: [],
+            last_seq: 0,
+            started_at: new Date().toISOString(),
+            finished_at: null
+          },
+          log: RunLog.open(path.join(dir, "events.ndjson")),
+          fiber: undefined,
+          cancelRequested: false
+        }
+        runs.set(request.attempt_id, run)
+        setPhase(run, "PREPARING")
+        run.fiber = yield* Effect.forkIn(execute(run, request, adapter), scope)
+        return { state: run.state, created: true }
+      })
+
+      const tail = (attemptId: string, after: number) =>
+        Effect.sync(() => {
+          const run = load(attemptId)
+          if (run === undefined) return Option.none()
+          const file = path.join(run.dir, "events.ndjson")
+          const stream = Stream.callback<string>((queue) =>
+            Effect.gen(function* () {
+              let last = after
+              let replaying = true
+              let done = false
+              const pending: Array<RunEvent> = []
+              const deliver = (event: RunEvent) => {
+                if (done || event.seq <= last) return
+                last = event.seq
+                Queue.offerUnsafe(queue, `${JSON.stringify(event)}\n`)
+                if (event.type === "run.finished") {
+                  done = true
+                  Queue.endUnsafe(queue)
+                }
+              }
+              // Subscribe before reading the file: an event appended in between is in one or the other.
+              const unsubscribe = run.log?.subscribe((event) => (replaying ? pending.push(event) : deliver(event)))
+              for (const event of readEvents(file, after)) deliver(event)
+              replaying = false
+              for (const event of pending) deliver(event)
+              if (!done && ended(run.state)) {
+                done = true
+                Queue.endUnsafe(queue)
+              }
+              const heartbeat = setInterval(() => {
+                if (done) return
+                Queue.offerUnsafe(
+                  queue,
+                  `${JSON.stringify({ type: "heartbeat", at: new Date().toISOString(), phase: run.state.phase, last_seq: last })}\n`
+                )
+              }, Duration.toMillis(config.heartbeat))
+              yield* Effect.addFinalizer(() =>
+                Effect.sync(() => {
+                  clearInterval(heartbeat)
+                  unsubscribe?.()
+                })
+              )
+            })
+          )
+          return Option.some(stream)
+        })
+
+      const cancel = Effect.fn("Runs.cancel")(function* (attemptId: string) {
+        const run = load(attemptId)
+        if (run === undefined) return Option.none()
+        if (!ended(run.state) && run.fiber !== undefined) {
+          run.cancelRequested = true
+          yield* Fiber.interrupt(run.fiber)
+        }
+        return Option.some(run.state)
+      })
+
+      const file = (attemptId: string, filePath: string) =>
+        Effect.sync(() => {
+          const run = load(attemptId)
+          const meta = run?.state.files.find((entry) => entry.path === filePath)
+          if (run === undefined || meta === undefined) return Option.none()
+          return Option.some({ meta, absolute: path.join(run.dir, "files", meta.path) })
+        })
+
+      // Stopping the runtime ends its runs' processes; their state stays RUNNING on disk, so the
+      // next start reports them cut off by a restart.
+      yield* Scope.addFinalizer(
+        scope,
+        Effect.forEach(
+          [...runs.values()],
+          (run) => (run.fiber === undefined ? Effect.void : Fiber.interrupt(run.fiber)),
+          {
+            discard: true
+          }
+        )
+      )
+
+      return Runs.of({
+        maxRuns: config.maxRuns,
+        activeCount,
+        start,
+        state: (attemptId) => Effect.sync(() => Option.fromNullishOr(load(attemptId)?.state)),
+        tail,
+        cancel,
+        file
+      })
+    })
+  )
+}

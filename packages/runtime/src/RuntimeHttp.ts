@@ -1,0 +1,182 @@
+/**
+ * The runtime protocol over HTTP (spec: Agent runtime protocol; Authentication 6; Versioning 2;
+ * issue 6). Routes:
+ *
+ * | method and path | answers |
+ * | --- | --- |
+ * | `GET /healthz` | `RuntimeHealth`, no token needed |
+ * | `POST /v1/runs` | 201 `RunState` for a new run, 200 for the same request again, 409 for another request under the same ids, 429 when full |
+ * | `GET /v1/runs/{id}/events?after=N` | NDJSON: the stored events after N, then live ones, a heartbeat line every period; ends after `run.finished` |
+ * | `GET /v1/runs/{id}/result` | `RunState`: `status: RUNNING` while it runs, final once it has ended |
+ * | `GET /v1/runs/{id}/files/{path}` | a file of the run (`changes.diff`, `outputs/...`, `artifacts/...`), streamed |
+ * | `DELETE /v1/runs/{id}` | cancels (SIGTERM, SIGKILL after the grace period) and answers the final `RunState` |
+ *
+ * `{id}` is the attempt id. Every `/v1` request needs `Authorization: Bearer <token>` (401
+ * otherwise, compared in constant time) and `X-Bosun-Protocol: 1.x` (missing or malformed: 400;
+ * another major: 426). Errors use the control plane's envelope `{"error": {"code", "message"}}`.
+ */
+import { createHash, timingSafeEqual } from "node:crypto"
+import {
+  RUNTIME_PROTOCOL_HEADER,
+  RUNTIME_PROTOCOL_VERSION,
+  RunRequest,
+  type RunState,
+  RuntimeHealth,
+  RuntimeId
+} from "@bosun/domain"
+import { Effect, Layer, Option, Redacted, Schema, Stream } from "effect"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { Runs } from "./Runs.ts"
+import { RuntimeConfig } from "./RuntimeConfig.ts"
+import { Toolchain } from "./Toolchain.ts"
+
+const envelope = (status: number, code: string, message: string, headers?: Record<string, string>) =>
+  HttpServerResponse.jsonUnsafe({ error: { code, message } }, { status, ...(headers ? { headers } : {}) })
+
+const MAJOR = RUNTIME_PROTOCOL_VERSION.split(".")[0]
+
+const digest = (value: string) => createHash("sha256").update(value).digest()
+
+const decodeRequest = Schema.decodeUnknownEffect(RunRequest)
+const isRuntimeId = Schema.is(RuntimeId)
+const After = Schema.NumberFromString.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(0))
+const decodeAfter = Schema.decodeUnknownOption(After)
+
+const stateResponse = (state: RunState, status = 200) => HttpServerResponse.jsonUnsafe(state, { status })
+
+/** The 400 message for a run request: which field, what was expected; never the value sent. */
+const describeIssue = (error: Schema.SchemaError) => {
+  const text = String(error.message).split("\n").slice(0, 6).join("; ")
+  return `Invalid run request: ${text}`
+}
+
+export const RuntimeRoutes = Layer.unwrap(
+  Effect.gen(function* () {
+    const config = yield* RuntimeConfig
+    const runs = yield* Runs
+    const toolchain = yield* Toolchain
+    const expected = digest(`Bearer ${Redacted.value(config.token)}`)
+
+    /** The token and protocol checks of every `/v1` route; the handler runs only when both pass. */
+    const guarded = <E, R>(handler: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+        const authorization = request.headers.authorization ?? ""
+        if (!timingSafeEqual(digest(authorization), expected)) {
+          return Effect.succeed(
+            envelope(401, "unauthorized", "A valid Authorization: Bearer token is required", {
+              "www-authenticate": "Bearer"
+            })
+          )
+        }
+        const version = request.headers[RUNTIME_PROTOCOL_HEADER]
+        const match = version === undefined ? null : /^(\d+)\.(\d+)$/.exec(version)
+        if (match === null) {
+          return Effect.succeed(
+            envelope(400, "protocol_version_required", `X-Bosun-Protocol: ${RUNTIME_PROTOCOL_VERSION} is required`)
+          )
+        }
+        if (match[1] !== MAJOR) {
+          return Effect.succeed(
+            envelope(
+              426,
+              "protocol_version_unsupported",
+              `This runtime speaks protocol ${RUNTIME_PROTOCOL_VERSION}; ${version} is not compatible`,
+              { [RUNTIME_PROTOCOL_HEADER]: RUNTIME_PROTOCOL_VERSION }
+            )
+          )
+        }
+        return handler
+      })
+
+    const attemptId = Effect.map(HttpRouter.params, (params) => params.id ?? "")
+    const unknownRun = (id: string) => envelope(404, "run_not_found", `No run has the id ${id}`)
+    const badId = envelope(400, "invalid_path_parameter", 'Invalid path parameter "id"')
+
+    const health = Effect.sync(() =>
+      HttpServerResponse.jsonUnsafe(
+        RuntimeHealth.make({
+          status: "ok",
+          protocol_version: RUNTIME_PROTOCOL_VERSION,
+          toolchain: toolchain.profile,
+          active_runs: runs.activeCount(),
+          max_runs: runs.maxRuns
+        })
+      )
+    )
+
+    const start = guarded(
+      Effect.gen(function* () {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const body = yield* Effect.option(request.json)
+        if (Option.isNone(body)) return envelope(400, "invalid_body", "The body is not JSON")
+        const decoded = yield* Effect.result(decodeRequest(body.value, { onExcessProperty: "error" }))
+        if (decoded._tag === "Failure") return envelope(400, "invalid_body", describeIssue(decoded.failure))
+        const started = yield* Effect.result(runs.start(decoded.success))
+        if (started._tag === "Success") return stateResponse(started.success.state, started.success.created ? 201 : 200)
+        const error = started.failure
+        switch (error._tag) {
+          case "RunConflict":
+            return envelope(409, "run_conflict", error.message)
+          case "TooManyRuns":
+            return envelope(429, "too_many_runs", `This runtime runs at most ${error.maxRuns} runs at once`, {
+              "retry-after": "5"
+            })
+          case "UnknownAgent":
+            return envelope(422, "agent_unavailable", error.message)
+        }
+      })
+    )
+
+    const withRun = <R>(handle: (id: string) => Effect.Effect<HttpServerResponse.HttpServerResponse, never, R>) =>
+      guarded(Effect.flatMap(attemptId, (id) => (isRuntimeId(id) ? handle(id) : Effect.succeed(badId))))
+
+    const events = withRun((id) =>
+      Effect.gen(function* () {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const afterText = new URL(request.url, "http://runtime").searchParams.get("after") ?? "0"
+        const after = decodeAfter(afterText)
+        if (Option.isNone(after)) {
+          return envelope(400, "invalid_query_parameter", 'Invalid query parameter "after": a sequence number ≥ 0')
+        }
+        const tail = yield* runs.tail(id, after.value)
+        if (Option.isNone(tail)) return unknownRun(id)
+        return HttpServerResponse.stream(Stream.encodeText(tail.value), {
+          contentType: "application/x-ndjson",
+          headers: { "cache-control": "no-store", "x-accel-buffering": "no" }
+        })
+      })
+    )
+
+    const result = withRun((id) =>
+      Effect.map(runs.state(id), (state) => (Option.isSome(state) ? stateResponse(state.value) : unknownRun(id)))
+    )
+
+    const cancel = withRun((id) =>
+      Effect.map(runs.cancel(id), (state) => (Option.isSome(state) ? stateResponse(state.value) : unknownRun(id)))
+    )
+
+    const file = withRun((id) =>
+      Effect.gen(function* () {
+        const params = yield* HttpRouter.params
+        const filePath = params["*"] ?? ""
+        const found = yield* runs.file(id, filePath)
+        if (Option.isNone(found)) {
+          return envelope(404, "file_not_found", `Run ${id} has no file ${JSON.stringify(filePath)}`)
+        }
+        return yield* HttpServerResponse.file(found.value.absolute, {
+          contentType: found.value.meta.content_type,
+          headers: { "x-content-sha256": found.value.meta.sha256 }
+        }).pipe(Effect.orDie)
+      })
+    )
+
+    return HttpRouter.addAll([
+      HttpRouter.route("GET", "/healthz", health),
+      HttpRouter.route("POST", "/v1/runs", start),
+      HttpRouter.route("GET", "/v1/runs/:id/events", events),
+      HttpRouter.route("GET", "/v1/runs/:id/result", result),
+      HttpRouter.route("GET", "/v1/runs/:id/files/*", file),
+      HttpRouter.route("DELETE", "/v1/runs/:id", cancel)
+    ])
+  })
+)

@@ -1,0 +1,34 @@
+/**
+ * The runtime process as one Layer: configuration, the toolchain probe, the runs (recovering
+ * what a previous process left), and the protocol routes on a Node HTTP server at
+ * `BOSUN_RUNTIME_HOST:BOSUN_RUNTIME_PORT`. `main.ts` launches it; tests start it as a process.
+ */
+import { createServer } from "node:http"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Effect, Layer } from "effect"
+import { HttpRouter, HttpServer } from "effect/http"
+import { NetAddress } from "effect/net"
+import { Runs } from "./Runs.ts"
+import { RuntimeConfig } from "./RuntimeConfig.ts"
+import { RuntimeRoutes } from "./RuntimeHttp.ts"
+import { Toolchain } from "./Toolchain.ts"
+
+const NodeServerLive = Layer.unwrap(
+  Effect.map(RuntimeConfig, (config) => NodeHttpServer.layer(createServer, { port: config.port, host: config.host }))
+)
+
+const Announce = Layer.effectDiscard(
+  Effect.gen(function* () {
+    const server = yield* HttpServer.HttpServer
+    const address =
+      server.address._tag === "UnixPathAddress" ? server.address.path : NetAddress.formatInet(server.address)
+    yield* Effect.logInfo("bosun_runtime_listening").pipe(Effect.annotateLogs({ address }))
+  })
+)
+
+export const RuntimeServerLive = Announce.pipe(
+  Layer.provideMerge(HttpRouter.serve(RuntimeRoutes, { disableListenLog: true })),
+  Layer.provide(NodeServerLive),
+  Layer.provide(Layer.merge(Runs.layer, Toolchain.layer)),
+  Layer.provideMerge(RuntimeConfig.layer)
+)

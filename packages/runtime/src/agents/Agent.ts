@@ -1,0 +1,57 @@
+/**
+ * What an agent adapter gets and gives back (issue 6: agent adapters). The runtime prepares the
+ * workspace, then hands the adapter the run request and a place to put things; the adapter runs
+ * its CLI to the end (or until interrupted: cancel, time limit) and reports the exit, the last
+ * stderr lines and the usage it saw. Everything the CLI says along the way goes out through
+ * `emit` as it happens.
+ *
+ * The agent's environment is built from nothing: the runtime's own variables (its bearer token
+ * among them) never reach agent code.
+ */
+import type { RunRequest, RunUsage } from "@bosun/domain"
+import type { Duration, Effect } from "effect"
+
+export interface AgentContext {
+  readonly request: RunRequest
+  /** The workspace root: each repository is a directory under it. */
+  readonly workspace: string
+  /** Files the agent leaves here become `outputs/<name>` of the run. */
+  readonly outputDir: string
+  /** HTML reports left here become `artifacts/<name>`. */
+  readonly artifactsDir: string
+  /** HOME, XDG_* and TMPDIR of the agent: its CLI state stays inside the attempt. */
+  readonly homeDir: string
+  readonly grace: Duration.Duration
+  readonly emit: (type: string, data: unknown) => void
+  /** Records the agent's process (group) id, so a restarted runtime can stop what it left behind. */
+  readonly onSpawn: (pid: number) => void
+}
+
+export interface AgentOutcome {
+  readonly exitCode: number | null
+  readonly signal: string | null
+  readonly stderrTail: ReadonlyArray<string>
+  readonly usage: Omit<RunUsage, "duration_ms">
+  /** A failure the agent reported in its own events even though it exited 0. */
+  readonly error?: { readonly code: string; readonly message: string }
+}
+
+export type AgentAdapter = (context: AgentContext) => Effect.Effect<AgentOutcome>
+
+/** The variables every agent process starts from, besides its own. */
+export const baseEnvironment = (context: AgentContext): Record<string, string> => ({
+  PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin",
+  LANG: "C.UTF-8",
+  HOME: context.homeDir,
+  XDG_CONFIG_HOME: `${context.homeDir}/.config`,
+  XDG_DATA_HOME: `${context.homeDir}/.local/share`,
+  XDG_CACHE_HOME: `${context.homeDir}/.cache`,
+  XDG_STATE_HOME: `${context.homeDir}/.local/state`,
+  TMPDIR: `${context.homeDir}/tmp`,
+  BOSUN_RUN_ID: context.request.run_id,
+  BOSUN_ATTEMPT_ID: context.request.attempt_id,
+  BOSUN_MODEL: context.request.model,
+  BOSUN_WORKSPACE: context.workspace,
+  BOSUN_OUTPUT_DIR: context.outputDir,
+  BOSUN_ARTIFACTS_DIR: context.artifactsDir
+})

@@ -1,0 +1,130 @@
+/**
+ * An agent CLI as a child process (issue 6: agent adapters, cancel, crash handling). Every
+ * adapter runs its CLI through here:
+ * - the process leads its own process group, so a cancel or a time limit reaches whatever it
+ *   started: SIGTERM to the group, SIGKILL after the grace period;
+ * - each stdout line that is a JSON object is handed to `onJson`, any other line to `onText`;
+ * - the last stderr lines are kept, so a crash can be reported with them.
+ * Interrupting the effect stops the process this way and waits until it has exited.
+ */
+import { spawn } from "node:child_process"
+import { type Duration, Effect } from "effect"
+
+export interface AgentProcessOptions {
+  readonly command: string
+  readonly args: ReadonlyArray<string>
+  readonly cwd: string
+  readonly env: Readonly<Record<string, string>>
+  readonly grace: Duration.Duration
+  /** Written to the process's stdin, which is then closed. */
+  readonly stdin?: string
+  /** Called with the process id once it runs (it is also its process group id). */
+  readonly onSpawn?: (pid: number) => void
+  readonly onJson: (value: Record<string, unknown>) => void
+  readonly onText: (line: string) => void
+}
+
+export interface AgentExit {
+  /** The exit code, or null when a signal ended the process. */
+  readonly exitCode: number | null
+  readonly signal: string | null
+  readonly stderrTail: ReadonlyArray<string>
+}
+
+const STDERR_LINES = 40
+
+const parseObject = (line: string): Record<string, unknown> | undefined => {
+  if (!line.startsWith("{")) return undefined
+  const parsed: unknown = JSON.parse(line)
+  return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)
+    ? (parsed as Record<string, unknown>)
+    : undefined
+}
+
+/** Splits a stream of chunks into lines, calling `onLine` for each complete one. */
+const lines = (onLine: (line: string) => void) => {
+  let buffered = ""
+  return {
+    push: (chunk: Buffer) => {
+      buffered += chunk.toString("utf8")
+      let newline = buffered.indexOf("\n")
+      while (newline !== -1) {
+        onLine(buffered.slice(0, newline).replace(/\r$/, ""))
+        buffered = buffered.slice(newline + 1)
+        newline = buffered.indexOf("\n")
+      }
+    },
+    flush: () => {
+      if (buffered !== "") onLine(buffered)
+      buffered = ""
+    }
+  }
+}
+
+export const runAgentProcess = (options: AgentProcessOptions): Effect.Effect<AgentExit> =>
+  Effect.callback<AgentExit>((resume) => {
+    const child = spawn(options.command, [...options.args], {
+      cwd: options.cwd,
+      env: { ...options.env },
+      detached: true,
+      stdio: ["pipe", "pipe", "pipe"]
+    })
+    if (child.pid !== undefined) options.onSpawn?.(child.pid)
+    const stderrTail: Array<string> = []
+    const stdout = lines((line) => {
+      if (line.trim() === "") return
+      const value = safeParse(line)
+      if (value !== undefined) options.onJson(value)
+      else options.onText(line)
+    })
+    const stderr = lines((line) => {
+      stderrTail.push(line)
+      if (stderrTail.length > STDERR_LINES) stderrTail.shift()
+    })
+    child.stdout.on("data", stdout.push)
+    child.stderr.on("data", stderr.push)
+    child.stdin.on("error", () => {})
+    child.stdin.end(options.stdin ?? "")
+    let exited = false
+    const exit = new Promise<void>((resolve) => {
+      child.on("error", (error) => {
+        exited = true
+        stderrTail.push(`could not start ${options.command}: ${error.message}`)
+        resume(Effect.succeed({ exitCode: 127, signal: null, stderrTail }))
+        resolve()
+      })
+      child.on("close", (code, signal) => {
+        exited = true
+        stdout.flush()
+        stderr.flush()
+        resume(Effect.succeed({ exitCode: code, signal, stderrTail }))
+        resolve()
+      })
+    })
+    // The negative pid is the process group: the CLI and everything it started. It may be gone
+    // between the check and the signal; that is what was wanted anyway.
+    const signalGroup = (signal: NodeJS.Signals) =>
+      Effect.try({
+        try: () => {
+          if (!exited && child.pid !== undefined) process.kill(-child.pid, signal)
+        },
+        catch: () => undefined
+      }).pipe(Effect.ignore)
+    const awaitExit = Effect.promise(() => exit)
+    return signalGroup("SIGTERM").pipe(
+      Effect.andThen(
+        Effect.raceFirst(
+          awaitExit,
+          Effect.sleep(options.grace).pipe(Effect.andThen(signalGroup("SIGKILL")), Effect.andThen(awaitExit))
+        )
+      )
+    )
+  })
+
+/** A JSON object line, or undefined for anything else (a JSON syntax error is just text). */
+const safeParse = (line: string): Record<string, unknown> | undefined => {
+  if (!line.startsWith("{")) return undefined
+  return Effect.runSync(
+    Effect.try({ try: () => parseObject(line), catch: () => undefined }).pipe(Effect.orElseSucceed(() => undefined))
+  )
+}
