@@ -7,13 +7,14 @@
  * - Every request but `GET /healthz` carries `Authorization: Bearer <token>` and
  *   `X-Bosun-Protocol: <major.minor>`; another major is refused with 426.
  * - `POST /v1/runs` starts a run, idempotent by `(run_id, attempt_id)`.
- * - `GET /v1/runs/{run_id}/{attempt_id}/events?after=N` tails the run's events as NDJSON: the
- *   stored events with `seq > N`, then live ones, with a heartbeat line every 5 s that carries the
- *   run's phase and is never stored.
- * - `GET .../result`, `GET .../files/{path}`, `DELETE ...` (cancel).
+ * - `GET /v1/runs/{id}/events?after=N` tails the run's events as NDJSON: the stored events with
+ *   `seq > N`, then live ones, with a heartbeat line every 5 s that carries the run's phase and
+ *   is never stored.
+ * - `GET /v1/runs/{id}/result`, `GET /v1/runs/{id}/files/{path}`, `DELETE /v1/runs/{id}` (cancel).
  *
- * The runtime addresses a run by both ids because an attempt is the unit that runs: a retried
- * run is a new attempt with its own workspace and log.
+ * `{id}` is the attempt id (`runId:attempt` from the control plane): an attempt is the unit that
+ * runs, and a retried run is a new attempt with its own workspace and log. An attempt id belongs
+ * to one run; starting it under another run id is a conflict.
  */
 import { Schema } from "effect"
 
