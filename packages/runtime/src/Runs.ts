@@ -22,6 +22,7 @@ import type { RunEvent, RunFile, RunPhase, RunRequest, RunState } from "@bosun/d
 import { Context, Data, Duration, Effect, Fiber, Layer, Option, Queue, Redacted, Scope, Stream } from "effect"
 import type { AgentAdapter, AgentOutcome } from "./agents/Agent.ts"
 import { customAgent } from "./agents/CustomAgent.ts"
+import { findOpenCode, openCodeAgent } from "./agents/OpenCodeAgent.ts"
 import { RunLog, readEvents } from "./RunLog.ts"
 import { RuntimeConfig } from "./RuntimeConfig.ts"
 import { type CheckedOut, changes, checkout } from "./Workspace.ts"
@@ -167,6 +168,10 @@ export class Runs extends Context.Service<
                 message: `No custom agent profile "${request.agent.profile ?? ""}" is configured in BOSUN_RUNTIME_AGENTS`
               })
             : customAgent(profile)
+        }
+        if (request.agent.kind === "OPENCODE") {
+          const binary = findOpenCode()
+          if (binary !== undefined) return openCodeAgent(binary)
         }
         return new UnknownAgent({ message: `The agent ${request.agent.kind} is not installed in this runtime` })
       }

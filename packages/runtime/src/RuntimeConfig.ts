@@ -12,6 +12,7 @@
  * | `BOSUN_RUNTIME_CANCEL_GRACE` | `10 seconds` | SIGTERM to SIGKILL on cancel and timeout |
  * | `BOSUN_RUNTIME_WORKSPACE_RETENTION` | `1 hour` | how long a finished run's workspace is kept |
  * | `BOSUN_RUNTIME_AGENTS` | `{}` | custom agent profiles: JSON `{name: {command: [argv...], env?: {...}}}` |
+ * | `BOSUN_RUNTIME_AGENT_AUTH_ORIGINS` | OpenAI's and GitHub's sign-in origins | origins `POST /v1/tools/agent-auth/fetch` may reach (comma-separated) |
  */
 import { Config, ConfigProvider, Context, Duration, Effect, Layer, Redacted, Schema } from "effect"
 
@@ -31,7 +32,12 @@ export interface RuntimeSettings {
   readonly cancelGrace: Duration.Duration
   readonly workspaceRetention: Duration.Duration
   readonly profiles: ReadonlyMap<string, AgentProfile>
+  /** `scheme://host[:port]` origins the agent-auth fallback may call; nothing else. */
+  readonly agentAuthOrigins: ReadonlySet<string>
 }
+
+/** Where the agent CLIs sign in: OpenAI's device-code and token endpoints, GitHub's for Copilot-style logins. */
+const DEFAULT_AGENT_AUTH_ORIGINS = ["https://auth.openai.com", "https://api.openai.com", "https://github.com"]
 
 const ProfileName = Schema.String.check(Schema.isPattern(/^[a-z0-9][a-z0-9_-]{0,63}$/))
 
@@ -71,6 +77,25 @@ export const runtimeConfig: Config.Config<RuntimeSettings> = Config.all({
   heartbeat: duration("BOSUN_RUNTIME_HEARTBEAT", Duration.seconds(5)),
   cancelGrace: duration("BOSUN_RUNTIME_CANCEL_GRACE", Duration.seconds(10)),
   workspaceRetention: duration("BOSUN_RUNTIME_WORKSPACE_RETENTION", Duration.hours(1)),
+  agentAuthOrigins: Config.String("BOSUN_RUNTIME_AGENT_AUTH_ORIGINS").pipe(
+    Config.withDefault(DEFAULT_AGENT_AUTH_ORIGINS.join(",")),
+    Config.mapEffect((text) => {
+      const origins = text
+        .split(",")
+        .map((entry) => entry.trim())
+        .filter((entry) => entry !== "")
+      const bad = origins.find((origin) => !URL.canParse(origin) || new URL(origin).origin !== origin)
+      return bad === undefined
+        ? Effect.succeed(new Set(origins))
+        : Effect.fail(
+            new Config.ConfigError(
+              new ConfigProvider.SourceError({
+                message: `BOSUN_RUNTIME_AGENT_AUTH_ORIGINS: ${JSON.stringify(bad)} is not an origin (scheme://host[:port])`
+              })
+            )
+          )
+    })
+  ),
   profiles: Config.schema(Profiles, "BOSUN_RUNTIME_AGENTS").pipe(
     Config.withDefault({}),
     Config.map(

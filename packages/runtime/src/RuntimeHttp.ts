@@ -10,6 +10,7 @@
  * | `GET /v1/runs/{id}/result` | `RunState`: `status: RUNNING` while it runs, final once it has ended |
  * | `GET /v1/runs/{id}/files/{path}` | a file of the run (`changes.diff`, `outputs/...`, `artifacts/...`), streamed |
  * | `DELETE /v1/runs/{id}` | cancels (SIGTERM, SIGKILL after the grace period) and answers the final `RunState` |
+ * | `POST /v1/tools/agent-auth/fetch` | makes one sign-in request for the control plane (`AgentAuthFetch` → `AgentAuthFetchResult`) to an allowed origin; 403 for any other |
  *
  * `{id}` is the attempt id. Every `/v1` request needs `Authorization: Bearer <token>` (401
  * otherwise, compared in constant time) and `X-Bosun-Protocol: 1.x` (missing or malformed: 400;
@@ -17,6 +18,8 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto"
 import {
+  AgentAuthFetch,
+  type AgentAuthFetchResult,
   RUNTIME_PROTOCOL_HEADER,
   RUNTIME_PROTOCOL_VERSION,
   RunRequest,
@@ -41,6 +44,24 @@ const decodeRequest = Schema.decodeUnknownEffect(RunRequest)
 const isRuntimeId = Schema.is(RuntimeId)
 const After = Schema.NumberFromString.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(0))
 const decodeAfter = Schema.decodeUnknownOption(After)
+
+const decodeAuthFetch = Schema.decodeUnknownEffect(AgentAuthFetch)
+
+/** Headers that belong to one hop, never forwarded either way. */
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+  "host",
+  "content-length"
+])
+const AUTH_FETCH_TIMEOUT_MS = 15_000
+const AUTH_FETCH_MAX_BYTES = 1_048_576
 
 const stateResponse = (state: RunState, status = 200) => HttpServerResponse.jsonUnsafe(state, { status })
 
@@ -170,7 +191,61 @@ export const RuntimeRoutes = Layer.unwrap(
       })
     )
 
+    const agentAuth = guarded(
+      Effect.gen(function* () {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const body = yield* Effect.option(request.json)
+        if (Option.isNone(body)) return envelope(400, "invalid_body", "The body is not JSON")
+        const decoded = yield* Effect.result(decodeAuthFetch(body.value, { onExcessProperty: "error" }))
+        if (decoded._tag === "Failure") return envelope(400, "invalid_body", describeIssue(decoded.failure))
+        const call = decoded.success
+        const target = new URL(call.url)
+        if (!config.agentAuthOrigins.has(target.origin)) {
+          return envelope(
+            403,
+            "origin_not_allowed",
+            `${target.origin} is not an agent sign-in origin this runtime may reach`
+          )
+        }
+        const headers: Record<string, string> = {}
+        for (const [name, value] of Object.entries(call.headers ?? {})) {
+          if (!HOP_BY_HOP.has(name.toLowerCase())) headers[name] = value
+        }
+        const answered = yield* Effect.tryPromise({
+          try: async (signal) => {
+            const response = await fetch(target, {
+              method: call.method,
+              headers,
+              redirect: "manual",
+              signal: AbortSignal.any([signal, AbortSignal.timeout(AUTH_FETCH_TIMEOUT_MS)]),
+              ...(call.body === undefined ? {} : { body: call.body })
+            })
+            const bytes = new Uint8Array(await response.arrayBuffer())
+            const kept: Record<string, string> = {}
+            response.headers.forEach((value, name) => {
+              if (!HOP_BY_HOP.has(name)) kept[name] = value
+            })
+            return { status: response.status, headers: kept, bytes }
+          },
+          catch: (cause) => cause
+        }).pipe(Effect.result)
+        if (answered._tag === "Failure") {
+          return envelope(502, "agent_auth_unreachable", `${target.origin} could not be reached from the runtime`)
+        }
+        if (answered.success.bytes.length > AUTH_FETCH_MAX_BYTES) {
+          return envelope(502, "agent_auth_answer_too_large", `${target.origin} answered more than 1 MiB`)
+        }
+        const result: AgentAuthFetchResult = {
+          status: answered.success.status,
+          headers: answered.success.headers,
+          body: new TextDecoder().decode(answered.success.bytes)
+        }
+        return HttpServerResponse.jsonUnsafe(result)
+      })
+    )
+
     return HttpRouter.addAll([
+      HttpRouter.route("POST", "/v1/tools/agent-auth/fetch", agentAuth),
       HttpRouter.route("GET", "/healthz", health),
       HttpRouter.route("POST", "/v1/runs", start),
       HttpRouter.route("GET", "/v1/runs/:id/events", events),

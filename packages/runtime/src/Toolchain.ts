@@ -5,6 +5,7 @@
  */
 import { execFile } from "node:child_process"
 import { Context, Effect, Layer } from "effect"
+import { findOpenCode } from "./agents/OpenCodeAgent.ts"
 import { RuntimeConfig } from "./RuntimeConfig.ts"
 
 const versionOf = (command: string) =>
@@ -29,7 +30,10 @@ export class Toolchain extends Context.Service<Toolchain, { readonly profile: To
     Toolchain,
     Effect.gen(function* () {
       const config = yield* RuntimeConfig
-      const [opencode, codex, git] = yield* Effect.all([versionOf("opencode"), versionOf("codex"), versionOf("git")], {
+      // The same binary the OpenCode adapter runs: the runtime's own install, else PATH.
+      const opencodeBinary = findOpenCode()
+      const opencodeVersion = opencodeBinary === undefined ? Effect.succeed(null) : versionOf(opencodeBinary)
+      const [opencode, codex, git] = yield* Effect.all([opencodeVersion, versionOf("codex"), versionOf("git")], {
         concurrency: "unbounded"
       })
       return Toolchain.of({

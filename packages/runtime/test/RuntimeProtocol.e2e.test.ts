@@ -10,8 +10,6 @@ import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { RunEvent, RunHeartbeat, RunState, RuntimeHealth } from "@bosun/domain"
-import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { Schema } from "effect"
 import {
   awaitEnd,
   call,
@@ -23,7 +21,9 @@ import {
   runRequest,
   startRuntime,
   TOKEN
-} from "./support/RuntimeProcess.ts"
+} from "@bosun/testing/RuntimeProcess"
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { Schema } from "effect"
 
 const fixtures = makeFixtures()
 const pidFile = (name: string) => path.join(fixtures.root, `${name}.pid`)

@@ -1,6 +1,7 @@
 export * from "./Eventually.ts"
 export * from "./FakeComposio.ts"
 export * from "./FakeGithub.ts"
+export * from "./FakeModelServer.ts"
 export * from "./LogCapture.ts"
 export * from "./Provided.ts"
 export * from "./SealedFixtures.ts"

@@ -167,3 +167,24 @@ export const RuntimeHealth = Schema.Struct({
   max_runs: Schema.Int
 })
 export type RuntimeHealth = typeof RuntimeHealth.Type
+
+/**
+ * `POST /v1/tools/agent-auth/fetch` (spec: the fallback agent OAuth from the runtime's egress):
+ * when the control plane cannot reach an agent's sign-in host, it has the runtime make the one
+ * request for it. Only origins in the runtime's allow-list are reached; redirects are returned,
+ * not followed.
+ */
+export const AgentAuthFetch = Schema.Struct({
+  method: Schema.Literals(["GET", "POST"]),
+  url: Schema.String.check(Schema.isPattern(/^https?:\/\/\S+$/), Schema.isMaxLength(4096)),
+  headers: Schema.optional(Schema.Record(Schema.String, Schema.String.check(Schema.isMaxLength(8192)))),
+  body: Schema.optional(Schema.String.check(Schema.isMaxLength(1_048_576)))
+})
+export type AgentAuthFetch = typeof AgentAuthFetch.Type
+
+export const AgentAuthFetchResult = Schema.Struct({
+  status: Schema.Int,
+  headers: Schema.Record(Schema.String, Schema.String),
+  body: Schema.String
+})
+export type AgentAuthFetchResult = typeof AgentAuthFetchResult.Type

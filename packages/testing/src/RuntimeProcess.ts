@@ -10,7 +10,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 
-const mainScript = fileURLToPath(new URL("../../src/main.ts", import.meta.url))
+const mainScript = fileURLToPath(new URL("../../runtime/src/main.ts", import.meta.url))
 
 export const TOKEN = "runtime-test-token-0123456789"
 
@@ -55,8 +55,9 @@ export interface RuntimeProcess {
   readonly stop: (signal?: NodeJS.Signals) => Promise<void>
 }
 
+/** Starts the runtime on a free port, or on `env.BOSUN_RUNTIME_PORT` when given. */
 export const startRuntime = async (env: Record<string, string>): Promise<RuntimeProcess> => {
-  const port = await freePort()
+  const port = env.BOSUN_RUNTIME_PORT === undefined ? await freePort() : Number(env.BOSUN_RUNTIME_PORT)
   const inherited: NodeJS.ProcessEnv = {}
   for (const [key, value] of Object.entries(process.env)) if (!key.startsWith("BOSUN_")) inherited[key] = value
   const child = spawn(process.execPath, [mainScript], {
