@@ -21,6 +21,7 @@ import * as path from "node:path"
 import type { RunEvent, RunFile, RunPhase, RunRequest, RunState } from "@bosun/domain"
 import { Context, Data, Duration, Effect, Fiber, Layer, Option, Queue, Redacted, Scope, Stream } from "effect"
 import type { AgentAdapter, AgentOutcome } from "./agents/Agent.ts"
+import { codexAgent, findCodex } from "./agents/CodexAgent.ts"
 import { customAgent } from "./agents/CustomAgent.ts"
 import { findOpenCode, openCodeAgent } from "./agents/OpenCodeAgent.ts"
 import { RunLog, readEvents } from "./RunLog.ts"
@@ -172,6 +173,10 @@ export class Runs extends Context.Service<
         if (request.agent.kind === "OPENCODE") {
           const binary = findOpenCode()
           if (binary !== undefined) return openCodeAgent(binary)
+        }
+        if (request.agent.kind === "AGENT_ONE") {
+          const binary = findCodex()
+          if (binary !== undefined) return codexAgent(binary)
         }
         return new UnknownAgent({ message: `The agent ${request.agent.kind} is not installed in this runtime` })
       }

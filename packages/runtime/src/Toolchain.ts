@@ -5,6 +5,7 @@
  */
 import { execFile } from "node:child_process"
 import { Context, Effect, Layer } from "effect"
+import { findCodex } from "./agents/CodexAgent.ts"
 import { findOpenCode } from "./agents/OpenCodeAgent.ts"
 import { RuntimeConfig } from "./RuntimeConfig.ts"
 
@@ -30,12 +31,13 @@ export class Toolchain extends Context.Service<Toolchain, { readonly profile: To
     Toolchain,
     Effect.gen(function* () {
       const config = yield* RuntimeConfig
-      // The same binary the OpenCode adapter runs: the runtime's own install, else PATH.
-      const opencodeBinary = findOpenCode()
-      const opencodeVersion = opencodeBinary === undefined ? Effect.succeed(null) : versionOf(opencodeBinary)
-      const [opencode, codex, git] = yield* Effect.all([opencodeVersion, versionOf("codex"), versionOf("git")], {
-        concurrency: "unbounded"
-      })
+      // The same binaries the OpenCode and Codex adapters run: the runtime's own install, else PATH.
+      const binaryVersion = (binary: string | undefined) =>
+        binary === undefined ? Effect.succeed(null) : versionOf(binary)
+      const [opencode, codex, git] = yield* Effect.all(
+        [binaryVersion(findOpenCode()), binaryVersion(findCodex()), versionOf("git")],
+        { concurrency: "unbounded" }
+      )
       return Toolchain.of({
         profile: { opencode, codex, git, custom_profiles: [...config.profiles.keys()].sort() }
       })

@@ -1,9 +1,10 @@
 /**
- * A local OpenAI-compatible model for agent tests (test code only): `POST /v1/chat/completions`
- * on 127.0.0.1, streamed as SSE when the client asks for `stream: true` (OpenCode always does),
- * else one JSON answer. A script of turns decides what the model says:
+ * A local OpenAI-compatible model for agent tests (test code only) on 127.0.0.1:
+ * `POST /v1/chat/completions` (OpenCode), streamed as SSE when the client asks for `stream: true`,
+ * else one JSON answer; and `POST /v1/responses` (Codex, which speaks only the Responses API),
+ * always streamed as Responses SSE events. A script of turns decides what the model says:
  * - a request that offers `tools` is an agent step and takes the next turn: text, tool calls
- *   (in OpenCode's own tool names and argument shapes, see the test), an HTTP error (with
+ *   (in the agent's own tool names and argument shapes, see the tests), an HTTP error (with
  *   `retry-after-ms`, which OpenCode honours), or a dropped connection; with no turn left it
  *   answers 400, so a runaway agent fails at once instead of retrying;
  * - a request without tools (OpenCode's session-title call) is answered with `title` as text;
@@ -90,10 +91,22 @@ const DEFAULT_USAGE: FakeModelUsage = { input: 100, output: 10 }
 const record = (value: unknown): Record<string, unknown> | undefined =>
   typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined
 
-/** The chat messages of a recorded request. */
+/** The items of a Responses request's `input` (messages, function calls, function call outputs). */
+export const responsesInput = (request: FakeModelRequest): ReadonlyArray<Record<string, unknown>> => {
+  const input = record(request.body)?.input
+  if (!Array.isArray(input)) return []
+  return input.flatMap((item) => {
+    const value = record(item)
+    return value === undefined ? [] : [value]
+  })
+}
+
+/** The messages of a recorded request: chat `messages`, or the message items of a Responses `input`. */
 export const chatMessages = (request: FakeModelRequest): ReadonlyArray<Record<string, unknown>> => {
   const messages = record(request.body)?.messages
-  if (!Array.isArray(messages)) return []
+  if (!Array.isArray(messages)) {
+    return responsesInput(request).filter((item) => item.type === "message" || item.type === undefined)
+  }
   return messages.flatMap((message) => {
     const value = record(message)
     return value === undefined ? [] : [value]
@@ -108,30 +121,56 @@ export const messageText = (message: Record<string, unknown>): string => {
   return content.map((part) => (typeof record(part)?.text === "string" ? String(record(part)?.text) : "")).join("")
 }
 
-/** Everything the system messages of a request say. */
-export const systemPrompt = (request: FakeModelRequest): string =>
-  chatMessages(request)
-    .filter((message) => message.role === "system")
-    .map(messageText)
-    .join("\n")
+/** Everything the system messages of a request say (and a Responses request's `instructions` and developer messages). */
+export const systemPrompt = (request: FakeModelRequest): string => {
+  const instructions = record(request.body)?.instructions
+  return [
+    ...(typeof instructions === "string" ? [instructions] : []),
+    ...chatMessages(request)
+      .filter((message) => message.role === "system" || message.role === "developer")
+      .map(messageText)
+  ].join("\n")
+}
 
-/** The names of the tools a request offers, and each one's description. */
+const describedTool = (tool: Record<string, unknown> | undefined, prefix = "") =>
+  typeof tool?.name === "string"
+    ? [{ name: `${prefix}${tool.name}`, description: typeof tool.description === "string" ? tool.description : "" }]
+    : []
+
+/**
+ * The names of the tools a request offers, and each one's description: chat `{function: {name}}`,
+ * Responses `{type: "function", name}`, and the tools of a Responses namespace as `<namespace>.<name>`.
+ */
 export const offeredTools = (request: FakeModelRequest): ReadonlyArray<{ name: string; description: string }> => {
   const tools = record(request.body)?.tools
   if (!Array.isArray(tools)) return []
-  return tools.flatMap((tool) => {
-    const fn = record(record(tool)?.function)
-    return typeof fn?.name === "string"
-      ? [{ name: fn.name, description: typeof fn.description === "string" ? fn.description : "" }]
-      : []
+  return tools.flatMap((entry) => {
+    const tool = record(entry)
+    const fn = record(tool?.function)
+    if (fn !== undefined) return describedTool(fn)
+    if (tool?.type === "namespace" && Array.isArray(tool.tools)) {
+      return tool.tools.flatMap((inner) => describedTool(record(inner), `${String(tool.name)}.`))
+    }
+    return tool?.type === "function" ? describedTool(tool) : []
   })
 }
 
-/** The tool results a request sends back: `{tool_call_id, content}` per `tool` message. */
-export const toolResults = (request: FakeModelRequest): ReadonlyArray<{ id: string; content: string }> =>
-  chatMessages(request)
+/**
+ * The tool results a request sends back: `{id, content}` per chat `tool` message (`tool_call_id`)
+ * or Responses `function_call_output` item (`call_id`).
+ */
+export const toolResults = (request: FakeModelRequest): ReadonlyArray<{ id: string; content: string }> => {
+  const outputs = responsesInput(request).filter((item) => item.type === "function_call_output")
+  if (outputs.length > 0) {
+    return outputs.map((item) => ({
+      id: String(item.call_id),
+      content: typeof item.output === "string" ? item.output : messageText({ content: item.output })
+    }))
+  }
+  return chatMessages(request)
     .filter((message) => message.role === "tool")
     .map((message) => ({ id: String(message.tool_call_id), content: messageText(message) }))
+}
 
 const readBody = (req: IncomingMessage) =>
   new Promise<string>((resolve) => {
@@ -225,6 +264,72 @@ const completion = (res: ServerResponse, model: string, stream: boolean, answer:
   res.end()
 }
 
+/**
+ * An answer in the Responses API's streaming form (what Codex reads): `response.created`, per
+ * output item `response.output_item.added`, its text or arguments in deltas, `...done`, then
+ * `response.completed` with the whole output and the usage. Text said before tool calls is a
+ * message item of its own, ahead of the function calls.
+ */
+const responses = (res: ServerResponse, model: string, answer: Answer, id: string) => {
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
+  let sequence = 0
+  const send = (type: string, fields: Record<string, unknown>) =>
+    res.write(`event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: sequence++, ...fields })}\n\n`)
+  const created_at = Math.floor(Date.now() / 1000)
+  const response = (status: string, output: ReadonlyArray<unknown>, extra: Record<string, unknown> = {}) => ({
+    id,
+    object: "response",
+    created_at,
+    model,
+    status,
+    output,
+    ...extra
+  })
+  send("response.created", { response: response("in_progress", []) })
+  const output: Array<Record<string, unknown>> = []
+  if (answer.text !== "") {
+    const item_id = `msg_${id}`
+    const at = { item_id, output_index: output.length, content_index: 0 }
+    send("response.output_item.added", {
+      output_index: output.length,
+      item: { type: "message", id: item_id, role: "assistant", status: "in_progress", content: [] }
+    })
+    send("response.content_part.added", { ...at, part: { type: "output_text", text: "", annotations: [] } })
+    for (const piece of answer.text.split(/(?<= )/)) send("response.output_text.delta", { ...at, delta: piece })
+    send("response.output_text.done", { ...at, text: answer.text })
+    const part = { type: "output_text", text: answer.text, annotations: [] }
+    send("response.content_part.done", { ...at, part })
+    const item = { type: "message", id: item_id, role: "assistant", status: "completed", content: [part] }
+    send("response.output_item.done", { output_index: output.length, item })
+    output.push(item)
+  }
+  for (const call of answer.calls) {
+    const item = { type: "function_call", id: `fc_${call.id}`, call_id: call.id, name: call.name }
+    const at = { item_id: item.id, output_index: output.length }
+    send("response.output_item.added", {
+      output_index: output.length,
+      item: { ...item, arguments: "", status: "in_progress" }
+    })
+    for (const piece of halves(call.arguments)) send("response.function_call_arguments.delta", { ...at, delta: piece })
+    send("response.function_call_arguments.done", { ...at, arguments: call.arguments })
+    const done = { ...item, arguments: call.arguments, status: "completed" }
+    send("response.output_item.done", { output_index: output.length, item: done })
+    output.push(done)
+  }
+  send("response.completed", {
+    response: response("completed", output, {
+      usage: {
+        input_tokens: answer.usage.input,
+        input_tokens_details: { cached_tokens: 0 },
+        output_tokens: answer.usage.output,
+        output_tokens_details: { reasoning_tokens: 0 },
+        total_tokens: answer.usage.input + answer.usage.output
+      }
+    })
+  })
+  res.end()
+}
+
 /** A minimal MCP server over streamable HTTP: JSON answers, no sessions, no server-sent events. */
 const mcp = (res: ServerResponse, method: string, body: unknown, tools: FakeModelScript["mcpTools"]) => {
   if (method !== "POST") return json(res, 405, { error: "only POST is served" })
@@ -281,17 +386,20 @@ export const startFakeModelServer = async (script: FakeModelScript): Promise<Fak
       if (script.mcpTools === undefined) return json(res, 404, { error: "no MCP server here" })
       return mcp(res, base.method, body, script.mcpTools)
     }
-    if (req.method !== "POST" || !path.endsWith("/chat/completions")) {
+    const api = path.endsWith("/chat/completions") ? "chat" : path.endsWith("/responses") ? "responses" : undefined
+    if (req.method !== "POST" || api === undefined) {
       requests.push({ ...base, kind: "other" })
       return json(res, 404, { error: { message: `Not found: ${req.method} ${path}`, type: "not_found" } })
     }
     const payload = record(body) ?? {}
     const model = typeof payload.model === "string" ? payload.model : "fake"
     const stream = payload.stream === true
-    const id = `chatcmpl-fake-${requests.length + 1}`
+    const id = api === "chat" ? `chatcmpl-fake-${requests.length + 1}` : `resp_fake_${requests.length + 1}`
+    const answerWith = (answer: Answer) =>
+      api === "chat" ? completion(res, model, stream, answer, id) : responses(res, model, answer, id)
     if (!Array.isArray(payload.tools) || payload.tools.length === 0) {
       requests.push({ ...base, kind: "auxiliary" })
-      return completion(res, model, stream, { text: script.title ?? "Fake title", calls: [], usage: DEFAULT_USAGE }, id)
+      return answerWith({ text: script.title ?? "Fake title", calls: [], usage: DEFAULT_USAGE })
     }
 
     const current = script.turns[turn]
@@ -342,7 +450,7 @@ export const startFakeModelServer = async (script: FakeModelScript): Promise<Fak
                 })),
           usage
         }
-        return completion(res, model, stream, answer, id)
+        return answerWith(answer)
       }
     }
   })

@@ -8,6 +8,9 @@
  * The agent's environment is built from nothing: the runtime's own variables (its bearer token
  * among them) never reach agent code.
  */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
 import type { RunRequest, RunUsage } from "@bosun/domain"
 import type { Duration, Effect } from "effect"
 
@@ -55,3 +58,28 @@ export const baseEnvironment = (context: AgentContext): Record<string, string> =
   BOSUN_OUTPUT_DIR: context.outputDir,
   BOSUN_ARTIFACTS_DIR: context.artifactsDir
 })
+
+const isExecutableFile = (file: string) => {
+  const stat = fs.statSync(file, { throwIfNoEntry: false })
+  return stat?.isFile() === true && (stat.mode & 0o111) !== 0
+}
+
+/**
+ * An agent CLI's launcher: the `node_modules/.bin/<name>` nearest the runtime package (its own
+ * dependency, wherever npm hoisted it), else the first one on PATH; undefined when neither exists.
+ */
+export const findAgentBinary = (name: string, searchPath = process.env.PATH ?? ""): string | undefined => {
+  let dir = path.dirname(fileURLToPath(import.meta.url))
+  for (;;) {
+    const candidate = path.join(dir, "node_modules", ".bin", name)
+    if (isExecutableFile(candidate)) return candidate
+    const parent = path.dirname(dir)
+    if (parent === dir) break
+    dir = parent
+  }
+  return searchPath
+    .split(path.delimiter)
+    .filter((entry) => entry !== "")
+    .map((entry) => path.join(entry, name))
+    .find(isExecutableFile)
+}

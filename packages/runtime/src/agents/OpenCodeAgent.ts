@@ -33,36 +33,13 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
 import { Effect, Result, Schema } from "effect"
 import type { AgentAdapter, AgentContext, AgentOutcome } from "./Agent.ts"
-import { baseEnvironment } from "./Agent.ts"
+import { baseEnvironment, findAgentBinary } from "./Agent.ts"
 import { runAgentProcess } from "./AgentProcess.ts"
 
-const isExecutableFile = (file: string) => {
-  const stat = fs.statSync(file, { throwIfNoEntry: false })
-  return stat?.isFile() === true && (stat.mode & 0o111) !== 0
-}
-
-/**
- * The `opencode` binary: the `node_modules/.bin/opencode` nearest this package (its own
- * dependency, wherever npm hoisted it), else the first one on PATH; undefined when neither exists.
- */
-export const findOpenCode = (searchPath = process.env.PATH ?? ""): string | undefined => {
-  let dir = path.dirname(fileURLToPath(import.meta.url))
-  for (;;) {
-    const candidate = path.join(dir, "node_modules", ".bin", "opencode")
-    if (isExecutableFile(candidate)) return candidate
-    const parent = path.dirname(dir)
-    if (parent === dir) break
-    dir = parent
-  }
-  return searchPath
-    .split(path.delimiter)
-    .filter((entry) => entry !== "")
-    .map((entry) => path.join(entry, "opencode"))
-    .find(isExecutableFile)
-}
+/** The `opencode` launcher (see `findAgentBinary`). */
+export const findOpenCode = (searchPath?: string): string | undefined => findAgentBinary("opencode", searchPath)
 
 type Json = Record<string, unknown>
 
