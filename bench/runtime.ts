@@ -14,10 +14,11 @@
  */
 import { execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs"
-import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import { freePort } from "@bosun/server/persistence/EmbeddedPostgres"
+import { Effect } from "effect"
 import { runContext, writeReport } from "./Report.ts"
 
 const starts = Number(process.env.BENCH_STARTS ?? 20)
@@ -49,17 +50,6 @@ const profiles = {
   quick: { command: [process.execPath, agentScript, "1"] },
   blast: { command: [process.execPath, agentScript, String(eventCount)] }
 }
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = net.createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      server.close(() => resolve(port))
-    })
-  })
 
 const quantile = (values: ReadonlyArray<number>, q: number) => {
   const sorted = [...values].sort((a, b) => a - b)
@@ -136,7 +126,7 @@ const runOnce = async (base: string, profile: string) => {
 }
 
 const main = async () => {
-  const port = await freePort()
+  const port = await Effect.runPromise(freePort)
   const child = spawn(process.execPath, [path.join(root, "packages/runtime/src/main.ts")], {
     env: {
       ...process.env,

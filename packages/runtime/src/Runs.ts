@@ -19,6 +19,7 @@ import { createHash, createHmac } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import type { RunEvent, RunFile, RunPhase, RunRequest, RunState } from "@bosun/domain"
+import { canonicalJson } from "@bosun/domain"
 import { Context, Data, Duration, Effect, Fiber, Layer, Option, Queue, Redacted, Scope, Stream } from "effect"
 import type { AgentAdapter, AgentOutcome } from "./agents/Agent.ts"
 import { codexAgent, findCodex } from "./agents/CodexAgent.ts"
@@ -47,17 +48,6 @@ interface Run {
   fiber: Fiber.Fiber<void> | undefined
   cancelRequested: boolean
 }
-
-/** Keys sorted at every level, so equal requests have equal fingerprints. */
-const canonical = (value: unknown): string =>
-  Array.isArray(value)
-    ? `[${value.map(canonical).join(",")}]`
-    : typeof value === "object" && value !== null
-      ? `{${Object.keys(value)
-          .sort()
-          .map((key) => `${JSON.stringify(key)}:${canonical((value as Record<string, unknown>)[key])}`)
-          .join(",")}}`
-      : JSON.stringify(value)
 
 const writeJsonAtomic = (file: string, value: unknown) => {
   const temporary = `${file}.${process.pid}.tmp`
@@ -370,7 +360,9 @@ export class Runs extends Context.Service<
       }
 
       const start = Effect.fn("Runs.start")(function* (request: RunRequest) {
-        const fingerprint = createHmac("sha256", Redacted.value(config.token)).update(canonical(request)).digest("hex")
+        const fingerprint = createHmac("sha256", Redacted.value(config.token))
+          .update(canonicalJson(request))
+          .digest("hex")
         const existing = load(request.attempt_id)
         if (existing !== undefined) {
           if (existing.state.run_id !== request.run_id) {

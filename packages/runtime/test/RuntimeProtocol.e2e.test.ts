@@ -132,8 +132,8 @@ describe("health and guards", () => {
         message: "This runtime speaks protocol 1.0; 2.0 is not compatible"
       }
     })
-    const minor = await call(runtime.base, "GET", "/v1/runs/nope:1/result")
-    expect(minor.status).toBe(404)
+    const unknownRun = await call(runtime.base, "GET", "/v1/runs/nope:1/result")
+    expect(unknownRun.status).toBe(404)
   })
 })
 

@@ -83,3 +83,17 @@ export const findAgentBinary = (name: string, searchPath = process.env.PATH ?? "
     .map((entry) => path.join(entry, name))
     .find(isExecutableFile)
 }
+
+/**
+ * A skill's `SKILL.md` as both CLIs read it: the request's content, with `name`/`description`
+ * front matter (the first non-empty line) added when it has none.
+ */
+export const skillMarkdown = (name: string, content: string) => {
+  if (content.startsWith("---\n")) return content
+  const firstLine = content.split("\n").find((line) => line.trim() !== "") ?? name
+  const description = firstLine
+    .replace(/^#+\s*/, "")
+    .trim()
+    .slice(0, 200)
+  return `---\nname: ${JSON.stringify(name)}\ndescription: ${JSON.stringify(description)}\n---\n\n${content}`
+}

@@ -46,7 +46,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { Effect, Option, Result, Schema } from "effect"
 import type { AgentAdapter, AgentContext, AgentOutcome } from "./Agent.ts"
-import { baseEnvironment, findAgentBinary } from "./Agent.ts"
+import { baseEnvironment, findAgentBinary, skillMarkdown } from "./Agent.ts"
 import { runAgentProcess } from "./AgentProcess.ts"
 
 /** The `codex` launcher (see `findAgentBinary`). */
@@ -110,17 +110,6 @@ const headersThroughEnv = (prefix: string, headers: Readonly<Record<string, stri
       return [name, variable]
     })
   )
-
-/** A SKILL.md Codex accepts (it needs `name` and `description` front matter): added when the content has none. */
-const skillFile = (name: string, content: string) => {
-  if (content.startsWith("---\n")) return content
-  const firstLine = content.split("\n").find((line) => line.trim() !== "") ?? name
-  const description = firstLine
-    .replace(/^#+\s*/, "")
-    .trim()
-    .slice(0, 200)
-  return `---\nname: ${JSON.stringify(name)}\ndescription: ${JSON.stringify(description)}\n---\n\n${content}`
-}
 
 /** Codex's config for the request and the variables carrying its secrets, or why the credentials cannot be used. */
 const configure = (context: AgentContext): Result.Result<{ config: string; env: Record<string, string> }, string> => {
@@ -205,7 +194,7 @@ const prepare = (context: AgentContext, codexHome: string, config: string) => {
   for (const skill of context.request.skills) {
     const dir = path.join(codexHome, "skills", skill.name)
     fs.mkdirSync(dir, { recursive: true })
-    fs.writeFileSync(path.join(dir, "SKILL.md"), skillFile(skill.name, skill.content))
+    fs.writeFileSync(path.join(dir, "SKILL.md"), skillMarkdown(skill.name, skill.content))
   }
 }
 

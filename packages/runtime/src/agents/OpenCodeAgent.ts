@@ -35,7 +35,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { Effect, Result, Schema } from "effect"
 import type { AgentAdapter, AgentContext, AgentOutcome } from "./Agent.ts"
-import { baseEnvironment, findAgentBinary } from "./Agent.ts"
+import { baseEnvironment, findAgentBinary, skillMarkdown } from "./Agent.ts"
 import { runAgentProcess } from "./AgentProcess.ts"
 
 /** The `opencode` launcher (see `findAgentBinary`). */
@@ -118,17 +118,6 @@ const providers = (request: AgentContext["request"]): Result.Result<{ auth: Json
   return Result.succeed({ auth, provider })
 }
 
-/** A SKILL.md OpenCode accepts: the request's content, with front matter added when it has none. */
-const skillFile = (name: string, content: string) => {
-  if (content.startsWith("---\n")) return content
-  const firstLine = content.split("\n").find((line) => line.trim() !== "") ?? name
-  const description = firstLine
-    .replace(/^#+\s*/, "")
-    .trim()
-    .slice(0, 200)
-  return `---\nname: ${JSON.stringify(name)}\ndescription: ${JSON.stringify(description)}\n---\n\n${content}`
-}
-
 /** Writes what OpenCode reads from its config directory, and returns the config to pass it. */
 const prepare = (context: AgentContext, provider: Json): Json => {
   const { request } = context
@@ -146,7 +135,7 @@ const prepare = (context: AgentContext, provider: Json): Json => {
   for (const skill of request.skills) {
     const dir = path.join(configDir, "skills", skill.name)
     fs.mkdirSync(dir, { recursive: true })
-    fs.writeFileSync(path.join(dir, "SKILL.md"), skillFile(skill.name, skill.content))
+    fs.writeFileSync(path.join(dir, "SKILL.md"), skillMarkdown(skill.name, skill.content))
   }
   const instructions = path.join(configDir, "bosun-instructions.md")
   if (request.instructions !== undefined) fs.writeFileSync(instructions, request.instructions)

@@ -8,6 +8,7 @@
  */
 import { createHash, randomUUID } from "node:crypto"
 import type { AgentConnection } from "@bosun/domain"
+import { canonicalJson } from "@bosun/domain"
 import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { Secrets } from "../crypto/Secrets.ts"
@@ -20,20 +21,9 @@ const decodeCredentials = Schema.decodeUnknownEffect(Schema.fromJsonString(Crede
 
 const place = (rowId: string) => ({ table: "agent_connections", column: "auth", rowId })
 
-/** A stable JSON text (keys sorted at every level), so equal credentials share a fingerprint. */
-const canonical = (value: unknown): string =>
-  Array.isArray(value)
-    ? `[${value.map(canonical).join(",")}]`
-    : typeof value === "object" && value !== null
-      ? `{${Object.keys(value)
-          .sort()
-          .map((key) => `${JSON.stringify(key)}:${canonical((value as Record<string, unknown>)[key])}`)
-          .join(",")}}`
-      : JSON.stringify(value)
-
 /** Names a credential set without revealing it: the first 16 hex digits of its SHA-256. */
 export const fingerprintOf = (credentials: ProviderCredentials) =>
-  `sha256:${createHash("sha256").update(canonical(credentials)).digest("hex").slice(0, 16)}`
+  `sha256:${createHash("sha256").update(canonicalJson(credentials)).digest("hex").slice(0, 16)}`
 
 interface ScopeRow {
   readonly id: string
