@@ -100,6 +100,39 @@ const copyFlat = (from: string, to: string): Array<string> => {
 const ended = (state: RunState) => state.status !== "RUNNING"
 
 /**
+ * The credential values a request carries (provider credentials, repository tokens, MCP header
+ * values), longest first. An agent can print them — a CLI that echoes its rejected config to
+ * stderr, a tool that prints its environment — and whatever it prints is stored and streamed, so
+ * they are replaced before an event is written. Values under 8 characters are not credentials
+ * worth the false matches.
+ */
+const secretsOf = (request: RunRequest): ReadonlyArray<string> => {
+  const found = new Set<string>()
+  const walk = (value: unknown): void => {
+    if (typeof value === "string") {
+      if (value.length >= 8) found.add(value)
+    } else if (Array.isArray(value)) value.forEach(walk)
+    else if (typeof value === "object" && value !== null) Object.values(value).forEach(walk)
+  }
+  walk(request.provider_credentials)
+  for (const repository of request.repositories) walk(repository.credential)
+  for (const server of request.mcp_servers) walk(server.headers)
+  return [...found].sort((a, b) => b.length - a.length)
+}
+
+/** `data` with every secret value replaced by `[redacted]`; the same object when none occurs. */
+const redact = (data: unknown, secrets: ReadonlyArray<string>): unknown => {
+  if (secrets.length === 0) return data
+  const text = JSON.stringify(data) ?? ""
+  // Secrets are matched as they appear inside a JSON string (escaped).
+  const hits = secrets.filter((secret) => text.includes(JSON.stringify(secret).slice(1, -1)))
+  if (hits.length === 0) return data
+  let out = text
+  for (const secret of hits) out = out.split(JSON.stringify(secret).slice(1, -1)).join("[redacted]")
+  return JSON.parse(out)
+}
+
+/**
  * Kills the process group of an agent a previous runtime process started, if it still runs.
  * A pid can be reused after a reboot, so only a process whose environment names this attempt
  * is touched.
@@ -281,6 +314,7 @@ export class Runs extends Context.Service<
       }
 
       const execute = (run: Run, request: RunRequest, adapter: AgentAdapter) => {
+        const secrets = secretsOf(request)
         const workspace = path.join(workspacesDir, run.attemptId)
         const repos = path.join(workspace, "repos")
         const homeDir = path.join(workspace, "home")
@@ -304,7 +338,7 @@ export class Runs extends Context.Service<
             homeDir,
             grace: config.cancelGrace,
             emit: (type, data) => {
-              emit(run, type, data)
+              emit(run, type, redact(data, secrets))
             },
             onSpawn: (pid) => fs.writeFileSync(path.join(run.dir, "agent.pid"), `${pid}\n`)
           }).pipe(Effect.timeoutOption(Duration.seconds(request.time_limit_seconds)))
@@ -319,7 +353,7 @@ export class Runs extends Context.Service<
             } satisfies Partial<RunState>
           }
           if (outcome.value.exitCode !== 0 && outcome.value.stderrTail.length > 0) {
-            emit(run, "agent.stderr", { lines: outcome.value.stderrTail })
+            emit(run, "agent.stderr", redact({ lines: outcome.value.stderrTail }, secrets))
           }
           setPhase(run, "COLLECTING")
           const files = yield* collect(run, checkedOut, workspace)

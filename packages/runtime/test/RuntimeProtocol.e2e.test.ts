@@ -68,6 +68,17 @@ done`
   },
   napper: { command: [fixtures.script("napper.sh", "sleep 1.2")] },
   crasher: { command: [fixtures.script("crasher.sh", 'echo "loading" >&2\necho "boom: it broke" >&2\nexit 3')] },
+  leaker: {
+    command: [
+      fixtures.script(
+        "leaker.sh",
+        `echo "{\\"type\\":\\"env\\",\\"credentials\\":$BOSUN_PROVIDER_CREDENTIALS}"
+echo "the key is sk-leak-secret-1234"
+echo "rejected config: {\\"key\\": \\"sk-leak-secret-1234\\"}" >&2
+exit 2`
+      )
+    ]
+  },
   liar: { command: [fixtures.script("liar.sh", `echo '{"type":"error","code":"model_refused","message":"no"}'`)] }
 }
 
@@ -379,6 +390,35 @@ describe("ending a run", () => {
     expect(events.find((event) => event.type === "agent.stderr")?.data).toEqual({
       lines: ["loading", "boom: it broke"]
     })
+  })
+
+  it("never stores or streams a credential the agent prints, on stdout or stderr", async () => {
+    const key = ids()
+    await call(
+      runtime.base,
+      "POST",
+      "/v1/runs",
+      runRequest(fixtures, {
+        ...key,
+        agent: { kind: "CUSTOM", profile: "leaker" },
+        provider_credentials: { fake: { type: "api", key: "sk-leak-secret-1234" } }
+      })
+    )
+    expect(decodeState(await awaitEnd(runtime.base, key.attempt_id)).exit_code).toBe(2)
+    const tail = await readTail(`${runtime.base}/v1/runs/${key.attempt_id}/events?after=0`)
+    const text = JSON.stringify(tail.lines)
+    expect(text).not.toContain("sk-leak-secret-1234")
+    const events = tail.lines.filter(isEvent)
+    expect(events.find((event) => event.type === "agent.event")?.data).toEqual({
+      type: "env",
+      credentials: { fake: { type: "api", key: "[redacted]" } }
+    })
+    expect(events.find((event) => event.type === "agent.output")?.data).toEqual({ line: "the key is [redacted]" })
+    expect(events.find((event) => event.type === "agent.stderr")?.data).toEqual({
+      lines: ['rejected config: {"key": "[redacted]"}']
+    })
+    const log = fs.readFileSync(path.join(fixtures.root, "data", "runs", key.attempt_id, "events.ndjson"), "utf8")
+    expect(log).not.toContain("sk-leak-secret-1234")
   })
 
   it("fails a run whose agent reports an error though it exits 0, and one over its time limit", async () => {
