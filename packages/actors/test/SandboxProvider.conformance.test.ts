@@ -45,7 +45,9 @@ const spec = (attemptId: string) => ({
   runId: attemptId.split(":")[0] ?? attemptId,
   attemptId,
   instanceClass: "standard-2" as const,
-  egressTier: "STRICT" as const
+  egressTier: "STRICT" as const,
+  agent: "CUSTOM" as const,
+  grants: []
 })
 
 for (const provider of providers) {

@@ -39,6 +39,11 @@ export class RuntimeError extends Data.TaggedError("RuntimeError")<{
 export interface RuntimeEndpoint {
   readonly baseUrl: URL
   readonly token: Redacted.Redacted<string>
+  /**
+   * Headers a provider's gateway needs in front of the runtime (HOSTED_SANDBOX: the preview
+   * token), sent with every request and, like the token, never logged.
+   */
+  readonly headers?: Readonly<Record<string, Redacted.Redacted<string>>>
 }
 
 export type TailLine = RunEvent | typeof RunHeartbeat.Type
@@ -133,7 +138,11 @@ const connection = (
     schedule: Schedule.exponential(options.retryBase ?? Duration.millis(100)),
     times: options.retryTimes ?? 6
   }
+  const gateway = Object.fromEntries(
+    Object.entries(endpoint.headers ?? {}).map(([name, value]) => [name, Redacted.value(value)])
+  )
   const headers = () => ({
+    ...gateway,
     authorization: `Bearer ${Redacted.value(endpoint.token)}`,
     [RUNTIME_PROTOCOL_HEADER]: RUNTIME_PROTOCOL_VERSION,
     "content-type": "application/json"

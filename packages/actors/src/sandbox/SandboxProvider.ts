@@ -15,6 +15,7 @@
  */
 import { Context, Data, type Effect } from "effect"
 import type { RuntimeEndpoint } from "../runtime/RuntimeClient.ts"
+import type { InjectionGrant } from "./InjectionProxy.ts"
 
 export type SandboxProviderName = "EXTERNAL_RUNTIME" | "HOSTED_SANDBOX" | "PLATFORM_CONTAINER"
 export type InstanceClass = "standard-2" | "standard-4"
@@ -31,6 +32,13 @@ export interface SandboxSpec {
   readonly attemptId: string
   readonly instanceClass: InstanceClass
   readonly egressTier: "STRICT" | "BUILD" | "DEEP_SCAN"
+  /** The agent the attempt runs: AGENT_ONE cannot run on PLATFORM_CONTAINER (spec: Errors 6). */
+  readonly agent: "OPENCODE" | "AGENT_ONE" | "CUSTOM"
+  /**
+   * INJECTED mode only: the placeholders the run request carries and the real values the egress
+   * proxy may put in their place, per host. INLINE providers ignore them.
+   */
+  readonly grants: ReadonlyArray<InjectionGrant>
 }
 
 export interface Sandbox {
