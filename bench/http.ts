@@ -106,7 +106,12 @@ const main = async () => {
   const bosunPort = await freePort()
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "bosun-bench-"))
   await fs.chmod(dataDir, 0o711)
-  const env: NodeJS.ProcessEnv = { ...process.env, BOSUN_PORT: String(bosunPort), BOSUN_DATA_DIR: dataDir }
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    BOSUN_PORT: String(bosunPort),
+    BOSUN_DATA_DIR: dataDir,
+    BOSUN_EMBEDDED_RUNTIME_PORT: "0"
+  }
   if (env.DATABASE_URL && !env.BOSUN_MASTER_KEY) env.BOSUN_MASTER_KEY = randomBytes(32).toString("base64")
 
   const bare = spawn(process.execPath, [path.join(root, "bench/bare-server.ts"), String(barePort)], { stdio: "ignore" })

@@ -4,7 +4,7 @@
  * | variable | default | meaning |
  * | --- | --- | --- |
  * | `BOSUN_RUNTIME_HOST` | `127.0.0.1` | interface to listen on |
- * | `BOSUN_RUNTIME_PORT` | `8787` | port |
+ * | `BOSUN_RUNTIME_PORT` | `8787` | port; `0` takes any free one (the `bosun_runtime_listening` log line names it) |
  * | `BOSUN_RUNTIME_TOKEN` | required | the bearer token every `/v1` request must carry |
  * | `BOSUN_RUNTIME_DATA_DIR` | `./.bosun-runtime` | run logs, state and workspaces |
  * | `BOSUN_RUNTIME_MAX_RUNS` | `4` | runs at once; one more is 429 |
@@ -12,6 +12,7 @@
  * | `BOSUN_RUNTIME_CANCEL_GRACE` | `10 seconds` | SIGTERM to SIGKILL on cancel and timeout |
  * | `BOSUN_RUNTIME_WORKSPACE_RETENTION` | `1 hour` | how long a finished run's workspace is kept |
  * | `BOSUN_RUNTIME_AGENTS` | `{}` | custom agent profiles: JSON `{name: {command: [argv...], env?: {...}}}` |
+ * | `BOSUN_RUNTIME_SUPERVISED` | `false` | started by a supervising process (the server's embedded runtime): stop when stdin closes, so the runtime never outlives a parent killed without warning |
  * | `BOSUN_RUNTIME_AGENT_AUTH_ORIGINS` | OpenAI's and GitHub's sign-in origins | origins `POST /v1/tools/agent-auth/fetch` may reach (comma-separated) |
  */
 import { Config, ConfigProvider, Context, Duration, Effect, Layer, Redacted, Schema } from "effect"
@@ -34,6 +35,7 @@ export interface RuntimeSettings {
   readonly profiles: ReadonlyMap<string, AgentProfile>
   /** `scheme://host[:port]` origins the agent-auth fallback may call; nothing else. */
   readonly agentAuthOrigins: ReadonlySet<string>
+  readonly supervised: boolean
 }
 
 /** Where the agent CLIs sign in: OpenAI's device-code and token endpoints, GitHub's for Copilot-style logins. */
@@ -70,7 +72,11 @@ const duration = (name: string, fallback: Duration.Duration) => Config.Duration(
 
 export const runtimeConfig: Config.Config<RuntimeSettings> = Config.all({
   host: Config.String("BOSUN_RUNTIME_HOST").pipe(Config.withDefault("127.0.0.1")),
-  port: Config.Port("BOSUN_RUNTIME_PORT").pipe(Config.withDefault(8787)),
+  port: Config.schema(
+    Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 0, maximum: 65535 })),
+    "BOSUN_RUNTIME_PORT"
+  ).pipe(Config.withDefault(8787)),
+  supervised: Config.Boolean("BOSUN_RUNTIME_SUPERVISED").pipe(Config.withDefault(false)),
   token,
   dataDir: Config.NonEmptyString("BOSUN_RUNTIME_DATA_DIR").pipe(Config.withDefault("./.bosun-runtime")),
   maxRuns: Config.schema(MaxRuns, "BOSUN_RUNTIME_MAX_RUNS").pipe(Config.withDefault(4)),

@@ -26,7 +26,35 @@ const Announce = Layer.effectDiscard(
   })
 )
 
-export const RuntimeServerLive = Announce.pipe(
+/**
+ * Supervised: the parent holds our stdin; when it closes (the parent exited, however it died),
+ * stop as on SIGTERM, so running agents are stopped and recovered by the next start.
+ */
+const StopWithSupervisor = Layer.effectDiscard(
+  Effect.gen(function* () {
+    const config = yield* RuntimeConfig
+    if (!config.supervised) return
+    const stop = () => {
+      process.kill(process.pid, "SIGTERM")
+    }
+    yield* Effect.acquireRelease(
+      Effect.sync(() => {
+        process.stdin.once("end", stop)
+        process.stdin.once("close", stop)
+        process.stdin.resume()
+      }),
+      () =>
+        Effect.sync(() => {
+          process.stdin.off("end", stop)
+          process.stdin.off("close", stop)
+          process.stdin.pause()
+          process.stdin.unref()
+        })
+    )
+  })
+)
+
+export const RuntimeServerLive = Layer.merge(Announce, StopWithSupervisor).pipe(
   Layer.provideMerge(HttpRouter.serve(RuntimeRoutes, { disableListenLog: true })),
   Layer.provide(NodeServerLive),
   Layer.provide(Layer.merge(Runs.layer, Toolchain.layer)),

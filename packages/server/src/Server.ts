@@ -1,6 +1,7 @@
 /**
- * The Bosun server process as one Layer: configuration, instance secrets, the database (external
- * or embedded), the Migrator with its boot-time run, the storage roles (blob store, cache, queues,
+ * The Bosun server process as one Layer: configuration, instance secrets, the agent runtime
+ * (external, or the embedded one launched beside the server), the database (external or
+ * embedded), the Migrator with its boot-time run, the storage roles (blob store, cache, queues,
  * outbox relay), the application services (sealing, repositories, sessions, the GitHub OAuth
  * client, the secret-rotation worker), and the HTTP application on a Node server.
  * `main.ts` launches it; integration tests build the same layer with their own database, port and
@@ -43,6 +44,7 @@ import { WorkItemsRepo } from "./persistence/WorkItemsRepo.ts"
 import { Composio } from "./providers/Composio.ts"
 import { GitHubApp } from "./providers/GitHubApp.ts"
 import { GitHubOAuth } from "./providers/GitHubOAuth.ts"
+import { AgentRuntime } from "./runtime/AgentRuntime.ts"
 import { StorageLive } from "./storage/StorageLive.ts"
 
 /** The HTTP server on `BOSUN_HOST:BOSUN_PORT`. */
@@ -116,10 +118,17 @@ const Announce = Layer.effectDiscard(
     const config = yield* AppConfig
     const secrets = yield* InstanceSecrets
     const server = yield* HttpServer.HttpServer
+    const runtime = yield* AgentRuntime
     const address =
       server.address._tag === "UnixPathAddress" ? server.address.path : NetAddress.formatInet(server.address)
     yield* Effect.logInfo("bosun_listening").pipe(
-      Effect.annotateLogs({ address, base_url: config.baseUrl.href, embedded: Option.isSome(secrets.embedded) })
+      Effect.annotateLogs({
+        address,
+        base_url: config.baseUrl.href,
+        embedded: Option.isSome(secrets.embedded),
+        runtime_url: runtime.endpoint.baseUrl.origin,
+        runtime_embedded: runtime.embedded
+      })
     )
     if (Option.isSome(secrets.embedded)) {
       // Shown once, to the operator's terminal, by the first start that got this far (a marker
@@ -159,6 +168,7 @@ export const ServerLive = Announce.pipe(
   Layer.provideMerge(AppServicesLive),
   Layer.provideMerge(StorageLive),
   Layer.provide(NodeServerLive),
+  Layer.provideMerge(AgentRuntime.layer),
   Layer.provideMerge(Migrator.layer),
   Layer.provide(DatabaseLive),
   Layer.provideMerge(InstanceSecrets.layer),

@@ -111,6 +111,13 @@ export interface AppSettings {
   readonly composioApiUrl: URL
   /** Absent: connected apps answer 503 until the operator sets `BOSUN_COMPOSIO_API_KEY`. */
   readonly composioApiKey: Option.Option<Redacted.Redacted<string>>
+  /** Where EXTERNAL_RUNTIME attempts run (README: Agent runtime). */
+  readonly runtime: {
+    /** An operator's runtime; absent, the server launches the embedded one. */
+    readonly external: Option.Option<{ readonly url: URL; readonly token: Redacted.Redacted<string> }>
+    /** The embedded runtime's loopback port; 0 takes any free one. */
+    readonly embeddedPort: number
+  }
 }
 
 const duration = (name: string, fallback: Duration.Duration) => Config.Duration(name).pipe(Config.withDefault(fallback))
@@ -178,6 +185,32 @@ const composioApiUrlConfig = Config.URL("BOSUN_COMPOSIO_API_URL").pipe(
   )
 )
 
+/** A runtime URL needs the organization-scoped token that runtime was started with, and the reverse. */
+const runtimeConfig = Config.all({
+  url: Config.option(Config.URL("BOSUN_RUNTIME_URL")),
+  token: optionalRedacted("BOSUN_RUNTIME_TOKEN"),
+  embeddedPort: Config.schema(
+    Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 0, maximum: 65535 })),
+    "BOSUN_EMBEDDED_RUNTIME_PORT"
+  ).pipe(Config.withDefault(8787))
+}).pipe(
+  Config.mapEffect(({ url, token, embeddedPort }) => {
+    if (Option.isSome(url) && Option.isSome(token)) {
+      return Effect.succeed({ external: Option.some({ url: url.value, token: token.value }), embeddedPort })
+    }
+    if (Option.isNone(url) && Option.isNone(token)) return Effect.succeed({ external: Option.none(), embeddedPort })
+    return Effect.fail(
+      new Config.ConfigError(
+        new ConfigProvider.SourceError({
+          message: Option.isSome(url)
+            ? "BOSUN_RUNTIME_TOKEN: required when BOSUN_RUNTIME_URL is set (the token the runtime was started with)"
+            : "BOSUN_RUNTIME_URL: required when BOSUN_RUNTIME_TOKEN is set (where the external runtime listens)"
+        })
+      )
+    )
+  })
+)
+
 export const appConfig: Config.Config<AppSettings> = Config.all({
   host: Config.String("BOSUN_HOST").pipe(Config.withDefault("127.0.0.1")),
   port: Config.Port("BOSUN_PORT").pipe(Config.withDefault(8080)),
@@ -212,7 +245,8 @@ export const appConfig: Config.Config<AppSettings> = Config.all({
   }),
   githubApiUrl: Config.URL("BOSUN_GITHUB_API_URL").pipe(Config.withDefault(new URL("https://api.github.com"))),
   composioApiUrl: composioApiUrlConfig,
-  composioApiKey: optionalRedacted("BOSUN_COMPOSIO_API_KEY")
+  composioApiKey: optionalRedacted("BOSUN_COMPOSIO_API_KEY"),
+  runtime: runtimeConfig
 }).pipe(
   Config.map(({ baseUrl, ...rest }) => ({
     ...rest,

@@ -66,6 +66,17 @@ describe("start-up refusals", () => {
       "BOSUN_PREVIOUS_MASTER_KEYS: version 3 is not below"
     ],
     [
+      "a runtime URL without its token",
+      { BOSUN_RUNTIME_URL: "http://127.0.0.1:8787" },
+      "BOSUN_RUNTIME_TOKEN: required when BOSUN_RUNTIME_URL is set"
+    ],
+    [
+      "a runtime token without its URL",
+      { BOSUN_RUNTIME_TOKEN: "runtime-token-0123456789" },
+      "BOSUN_RUNTIME_URL: required when BOSUN_RUNTIME_TOKEN is set"
+    ],
+    ["an embedded runtime port out of range", { BOSUN_EMBEDDED_RUNTIME_PORT: "65536" }, "BOSUN_EMBEDDED_RUNTIME_PORT"],
+    [
       "DATABASE_URL without a master key",
       { DATABASE_URL: "postgres://bosun@127.0.0.1:1/bosun" },
       "BOSUN_MASTER_KEY: required when DATABASE_URL is set"

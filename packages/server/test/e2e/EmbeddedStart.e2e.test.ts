@@ -1,8 +1,8 @@
 /**
  * `npm start` on a fresh machine: the real server process on its embedded defaults (no
  * DATABASE_URL), a real embedded Postgres under a fresh BOSUN_DATA_DIR. First start prints the
- * bootstrap token and dashboard URL once; a second start reuses the secrets; SIGTERM stops both
- * the server and its Postgres.
+ * bootstrap token and dashboard URL once; a second start reuses the secrets; SIGTERM stops the
+ * server, its Postgres and its embedded agent runtime; a server killed outright leaves no runtime.
  */
 
 import * as fs from "node:fs/promises"
@@ -21,6 +21,15 @@ const fetchStatus = (url: string) =>
       () => ({ status: 0, requestId: null, body: "" })
     )
   )
+
+/** The embedded runtime's URL, from the server's `bosun_listening` line. */
+const runtimeUrl = (stdout: string): string => {
+  const line = stdout.split("\n").find((l) => l.includes('"msg":"bosun_listening"'))
+  assert.isDefined(line, stdout)
+  const fields = JSON.parse(line ?? "{}")
+  assert.strictEqual(fields.runtime_embedded, true)
+  return String(fields.runtime_url)
+}
 
 describe("embedded start", () => {
   it.live(
@@ -47,6 +56,15 @@ describe("embedded start", () => {
         assert.strictEqual(missing.status, 404)
         assert.strictEqual(JSON.parse(missing.body).error.code, "route_not_found")
 
+        // The embedded agent runtime answers on loopback and refuses a request without its token.
+        const runtime = runtimeUrl(first.stdout())
+        assert.match(runtime, /^http:\/\/127\.0\.0\.1:\d+$/)
+        const runtimeHealth = yield* fetchStatus(`${runtime}/healthz`)
+        assert.strictEqual(runtimeHealth.status, 200)
+        assert.strictEqual(JSON.parse(runtimeHealth.body).protocol_version, "1.0")
+        const unauthenticated = yield* fetchStatus(`${runtime}/v1/runs/nope/result`)
+        assert.strictEqual(unauthenticated.status, 401)
+
         const secretsFile = path.join(dataDir, "secrets.json")
         const stat = yield* Effect.promise(() => fs.stat(secretsFile))
         assert.strictEqual(stat.mode & 0o777, 0o600)
@@ -67,6 +85,7 @@ describe("embedded start", () => {
           )
         )
         assert.isFalse(pidLeft, "embedded Postgres stopped with the server")
+        assert.strictEqual((yield* fetchStatus(`${runtime}/healthz`)).status, 0, "the runtime stopped with the server")
 
         const second = yield* spawnServer(env)
         yield* eventually(fetchStatus(`${base}/readyz`), (r) => r.status === 200)
@@ -75,6 +94,36 @@ describe("embedded start", () => {
         assert.notInclude(second.stderr(), "Bootstrap token")
         second.child.kill("SIGINT")
         assert.strictEqual(yield* second.exited, 0)
+      }),
+    120_000
+  )
+
+  it.live(
+    "a server killed with SIGKILL leaves no embedded runtime behind",
+    () =>
+      Effect.gen(function* () {
+        const dataDir = yield* Effect.acquireRelease(
+          Effect.promise(() => fs.mkdtemp(path.join(os.tmpdir(), "bosun-e2e-"))),
+          (dir) => Effect.promise(() => fs.rm(dir, { recursive: true, force: true }))
+        )
+        const port = yield* freePort
+        const server = yield* spawnServer({ BOSUN_DATA_DIR: dataDir, BOSUN_PORT: String(port) })
+        yield* eventually(fetchStatus(`http://127.0.0.1:${port}/readyz`), (r) => r.status === 200).pipe(
+          Effect.catch(() => Effect.die(new Error(`server did not come up: ${server.stderr()}`)))
+        )
+        const runtime = runtimeUrl(server.stdout())
+        assert.strictEqual((yield* fetchStatus(`${runtime}/healthz`)).status, 200)
+        server.child.kill("SIGKILL")
+        yield* server.exited
+        yield* eventually(fetchStatus(`${runtime}/healthz`), (r) => r.status === 0).pipe(
+          Effect.catch(() => Effect.die(new Error("the embedded runtime outlived its server")))
+        )
+        // Postgres is not supervised that way (it outlives a SIGKILLed server, and the next start
+        // takes it over); stop it so the test leaves nothing running.
+        const pid = Number(
+          (yield* Effect.promise(() => fs.readFile(path.join(dataDir, "pg", "postmaster.pid"), "utf8"))).split("\n")[0]
+        )
+        process.kill(pid, "SIGTERM")
       }),
     120_000
   )

@@ -26,10 +26,17 @@ export const cleanEnv = (env: Record<string, string>): NodeJS.ProcessEnv => {
   return { ...base, ...env }
 }
 
+/**
+ * The server with `env`; its embedded runtime takes any free port unless `env` says otherwise, so
+ * test servers running side by side do not contend for 8787.
+ */
 export const spawnServer = (env: Record<string, string>) =>
   Effect.acquireRelease(
     Effect.sync((): ServerProcess => {
-      const child = spawn(process.execPath, [mainScript], { env: cleanEnv(env), stdio: ["ignore", "pipe", "pipe"] })
+      const child = spawn(process.execPath, [mainScript], {
+        env: cleanEnv({ BOSUN_EMBEDDED_RUNTIME_PORT: "0", ...env }),
+        stdio: ["ignore", "pipe", "pipe"]
+      })
       let out = ""
       let err = ""
       child.stdout?.on("data", (chunk: Buffer) => (out += chunk.toString()))

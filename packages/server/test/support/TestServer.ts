@@ -45,6 +45,7 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
   githubApiUrl: new URL("http://127.0.0.1:9/api/v3"),
   composioApiUrl: new URL("http://127.0.0.1:9"),
   composioApiKey: Option.none(),
+  runtime: { external: Option.none(), embeddedPort: 0 },
   ...overrides
 })
 
