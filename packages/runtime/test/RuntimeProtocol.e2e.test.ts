@@ -86,7 +86,10 @@ const settings = {
   BOSUN_RUNTIME_AGENTS: JSON.stringify(profiles),
   BOSUN_RUNTIME_HEARTBEAT: "200 millis",
   BOSUN_RUNTIME_CANCEL_GRACE: "500 millis",
-  BOSUN_RUNTIME_MAX_RUNS: "3"
+  BOSUN_RUNTIME_MAX_RUNS: "3",
+  // As in a platform container: the pod's egress proxy and the deployment CA, which agents share.
+  HTTPS_PROXY: "http://run-x%3A1:proxy-secret@127.0.0.1:3128",
+  GIT_SSL_CAINFO: "/etc/bosun/ca/ca.crt"
 }
 
 const decodeState = Schema.decodeUnknownSync(RunState)
@@ -252,6 +255,9 @@ describe("a run's events and files", () => {
     expect(env.text).not.toContain(TOKEN)
     expect(env.text).not.toContain("BOSUN_RUNTIME_")
     expect(env.text).toContain(`BOSUN_ATTEMPT_ID=${key.attempt_id}`)
+    expect(env.text).toContain("HTTPS_PROXY=http://run-x%3A1:proxy-secret@127.0.0.1:3128")
+    expect(env.text).toContain("NODE_USE_ENV_PROXY=1")
+    expect(env.text).toContain("GIT_SSL_CAINFO=/etc/bosun/ca/ca.crt")
 
     for (const missing of ["nothing.txt", "../request.json", "outputs/../../request.json", "files/changes.diff"]) {
       const response = await call(runtime.base, "GET", `/v1/runs/${key.attempt_id}/files/${missing}`)

@@ -41,8 +41,37 @@ export interface AgentOutcome {
 
 export type AgentAdapter = (context: AgentContext) => Effect.Effect<AgentOutcome>
 
+/**
+ * The runtime's egress settings an agent must share: in a platform container every connection
+ * leaves through Bosun's injection proxy (the URL carries the pod's proxy credential, which is
+ * the agent's to use) and every TLS certificate it sees is issued by the deployment CA.
+ */
+const EGRESS_VARIABLES = [
+  "HTTPS_PROXY",
+  "HTTP_PROXY",
+  "NO_PROXY",
+  "https_proxy",
+  "http_proxy",
+  "no_proxy",
+  "NODE_EXTRA_CA_CERTS",
+  "SSL_CERT_FILE",
+  "GIT_SSL_CAINFO"
+]
+
+const egressEnvironment = (): Record<string, string> => {
+  const env: Record<string, string> = {}
+  for (const name of EGRESS_VARIABLES) {
+    const value = process.env[name]
+    if (value !== undefined && value !== "") env[name] = value
+  }
+  // Node's own fetch follows the proxy variables only when asked to (Node 24).
+  if (env.HTTPS_PROXY !== undefined || env.https_proxy !== undefined) env.NODE_USE_ENV_PROXY = "1"
+  return env
+}
+
 /** The variables every agent process starts from, besides its own. */
 export const baseEnvironment = (context: AgentContext): Record<string, string> => ({
+  ...egressEnvironment(),
   PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin",
   LANG: "C.UTF-8",
   HOME: context.homeDir,
