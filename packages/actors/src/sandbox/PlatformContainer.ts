@@ -419,7 +419,7 @@ export const layerPlatformContainer = (settings: PlatformContainerSettings) =>
           )
       )
 
-      const release = Effect.fn("PlatformContainer.release")(function* (sandbox: Sandbox) {
+      const release = Effect.fn("PlatformContainer.release")(function* (sandbox: Pick<Sandbox, "id" | "provider">) {
         const known = attempts.get(sandbox.id)
         // Cut the pod off the proxy first: a pod that outlives a failed delete reaches nothing.
         if (known !== undefined) yield* proxy.unregister(known)

@@ -51,7 +51,8 @@ export interface Sandbox {
 export interface SandboxProviderShape {
   readonly name: SandboxProviderName
   readonly acquire: (spec: SandboxSpec) => Effect.Effect<Sandbox, SandboxError>
-  readonly release: (sandbox: Sandbox) => Effect.Effect<void, SandboxError>
+  /** By id alone: a step that releases after a restart knows no more than what it recorded. */
+  readonly release: (sandbox: Pick<Sandbox, "id" | "provider">) => Effect.Effect<void, SandboxError>
 }
 
 export class SandboxProvider extends Context.Service<SandboxProvider, SandboxProviderShape>()(

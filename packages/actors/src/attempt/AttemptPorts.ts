@@ -1,0 +1,101 @@
+/**
+ * What `RunAttemptWorkflow` needs from the rest of Bosun, as ports the server provides (DESIGN:
+ * dependencies point down — actors know nothing of HTTP handlers, repositories of resources or
+ * the sealing keys):
+ *
+ * - `WorkflowTypes`: per `workflow_type` (catalog_discovery, review, deep_scan, ...), how an
+ *   attempt's run request is built (prepare) and what its result becomes (publish). Publishing
+ *   must be idempotent by attempt id: a publish step cut off mid-way runs again.
+ * - `SealedRequests`: seals the run request — with the credentials the egress proxy may inject —
+ *   and keeps it in the blob store at `runs/{run}/{attempt}/request.enc`; only the key travels
+ *   between steps (spec: What the service does 7).
+ * - `SandboxProviders`: the providers this instance has configured, by name.
+ * - `MigrationGate`: the Migrator's gate, the first thing every attempt passes.
+ */
+import type { Lane, RunRequest, RunState } from "@bosun/domain"
+import { Context, Data, type Effect } from "effect"
+import type { InjectionGrant } from "../sandbox/InjectionProxy.ts"
+import type { InstanceClass, SandboxProviderName, SandboxProviderShape } from "../sandbox/SandboxProvider.ts"
+
+/** The run as the steps see it (no secrets). */
+export interface AttemptRun {
+  readonly organizationId: string
+  readonly runId: string
+  readonly attempt: number
+  readonly attemptId: string
+  readonly workflowType: string
+  readonly repositoryId: string | null
+  readonly headSha: string | null
+  readonly baseSha: string | null
+  readonly pullRequestNumber: number | null
+  readonly inputSnapshot: Readonly<Record<string, unknown>>
+}
+
+export interface SandboxChoice {
+  readonly provider: SandboxProviderName
+  readonly instanceClass: InstanceClass
+  readonly egressTier: RunRequest["egress_tier"]
+}
+
+export interface PreparedAttempt {
+  /** `credential_mode` is set by the workflow from the provider; whatever is here is replaced. */
+  readonly request: RunRequest
+  readonly sandbox: SandboxChoice
+  /** INJECTED mode: the real values behind the request's placeholders, per host. */
+  readonly grants: ReadonlyArray<InjectionGrant>
+  /** Shown on the run: the model and provider the attempt uses. */
+  readonly model: string | null
+  readonly provider: string | null
+}
+
+/**
+ * A step's failure. `retryable: false` ends the attempt at once (and the run, whatever attempts
+ * are left); `true` ends the attempt as retryable, so the Scheduler tries a new one.
+ */
+export class AttemptError extends Data.TaggedError("AttemptError")<{
+  readonly code: string
+  readonly message: string
+  readonly retryable: boolean
+}> {}
+
+export interface PublishInput {
+  readonly run: AttemptRun
+  readonly result: RunState
+  /** A file of the ended run (`changes.diff`, `outputs/...`, `artifacts/...`), from its runtime. */
+  readonly file: (path: string) => Effect.Effect<Uint8Array, AttemptError>
+}
+
+export interface WorkflowType {
+  readonly lane: Lane
+  readonly prepare: (run: AttemptRun) => Effect.Effect<PreparedAttempt, AttemptError>
+  /** Runs only for a SUCCEEDED runtime result; the attempt fails with what it fails with. */
+  readonly publish: (input: PublishInput) => Effect.Effect<void, AttemptError>
+}
+
+export class WorkflowTypes extends Context.Service<
+  WorkflowTypes,
+  { readonly get: (workflowType: string) => WorkflowType | undefined }
+>()("bosun/actors/WorkflowTypes") {}
+
+export interface SealedAttempt {
+  readonly request: RunRequest
+  readonly grants: ReadonlyArray<InjectionGrant>
+}
+
+export class SealedRequests extends Context.Service<
+  SealedRequests,
+  {
+    /** Seals and stores the attempt's request; answers the blob key. Writing it twice is harmless. */
+    readonly write: (run: AttemptRun, sealed: SealedAttempt) => Effect.Effect<string, AttemptError>
+    readonly read: (run: AttemptRun, key: string) => Effect.Effect<SealedAttempt, AttemptError>
+  }
+>()("bosun/actors/SealedRequests") {}
+
+export class SandboxProviders extends Context.Service<
+  SandboxProviders,
+  { readonly get: (name: SandboxProviderName) => SandboxProviderShape | undefined }
+>()("bosun/actors/SandboxProviders") {}
+
+export class MigrationGate extends Context.Service<MigrationGate, { readonly awaitReady: Effect.Effect<void> }>()(
+  "bosun/actors/MigrationGate"
+) {}

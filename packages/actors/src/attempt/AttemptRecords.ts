@@ -1,0 +1,242 @@
+/**
+ * The rows one attempt writes while it runs (issue 7): its steps (`workflow_attempt_steps`, with
+ * how many times each body executed), its heartbeat (the lease the Scheduler watches), the sealed
+ * request's key, its sandbox, its runtime events (`workflow_events`), and how it ended. Every
+ * write that could come from a zombie — a worker whose lease already expired — is fenced on the
+ * attempt still being RUNNING, so a recovered attempt's late writes change nothing.
+ */
+import type { AttemptStep, RunEvent, RunState, WorkflowEvent } from "@bosun/domain"
+import { Effect, Option } from "effect"
+import { SqlClient } from "effect/sql"
+import type { AttemptRun } from "./AttemptPorts.ts"
+
+export interface AttemptStatus {
+  readonly run: AttemptRun
+  /** The attempt row's status; anything but RUNNING means this attempt is over (or was recovered). */
+  readonly status: "RUNNING" | "SUCCEEDED" | "FAILED" | "CANCELLED"
+  readonly cancelRequested: boolean
+  readonly requestKey: string | null
+  readonly runtimeCursor: number
+  readonly sandboxId: string | null
+}
+
+interface LoadRow {
+  readonly organization_id: string
+  readonly run_id: string
+  readonly attempt: number
+  readonly workflow_type: string
+  readonly repository_id: string | null
+  readonly head_sha: string | null
+  readonly base_sha: string | null
+  readonly pull_request_number: number | null
+  readonly input_snapshot: Record<string, unknown>
+  readonly status: AttemptStatus["status"]
+  readonly cancel_requested: boolean
+  readonly request_key: string | null
+  readonly runtime_cursor: string
+  readonly sandbox_id: string | null
+}
+
+export const loadAttempt = Effect.fn("Attempt.load")(function* (
+  organizationId: string,
+  runId: string,
+  attempt: number
+) {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql<LoadRow>`
+    SELECT r.organization_id, r.id AS run_id, a.attempt, r.workflow_type, r.repository_id, r.head_sha, r.base_sha,
+           r.pull_request_number, r.input_snapshot, a.status, (j.cancel_requested_at IS NOT NULL) AS cancel_requested,
+           a.request_key, a.runtime_cursor, a.sandbox_id
+    FROM workflow_runs r
+    JOIN workflow_attempts a ON a.run_id = r.id AND a.attempt = ${attempt}
+    LEFT JOIN jobs j ON j.run_id = r.id
+    WHERE r.organization_id = ${organizationId} AND r.id = ${runId}`.pipe(Effect.orDie)
+  return Option.map(
+    Option.fromNullishOr(rows[0]),
+    (row): AttemptStatus => ({
+      run: {
+        organizationId: row.organization_id,
+        runId: row.run_id,
+        attempt: row.attempt,
+        attemptId: `${row.run_id}:${row.attempt}`,
+        workflowType: row.workflow_type,
+        repositoryId: row.repository_id,
+        headSha: row.head_sha,
+        baseSha: row.base_sha,
+        pullRequestNumber: row.pull_request_number,
+        inputSnapshot: row.input_snapshot
+      },
+      status: row.status,
+      cancelRequested: row.cancel_requested,
+      requestKey: row.request_key,
+      runtimeCursor: Number(row.runtime_cursor),
+      sandboxId: row.sandbox_id
+    })
+  )
+})
+
+/** A step's body begins: counted, so a re-run shows. */
+export const stepStarted = Effect.fn("Attempt.stepStarted")(function* (attemptId: string, step: AttemptStep) {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`
+    INSERT INTO workflow_attempt_steps (attempt_id, step, status)
+    VALUES (${attemptId}, ${step}, 'RUNNING')
+    ON CONFLICT (attempt_id, step) DO UPDATE
+    SET executions = workflow_attempt_steps.executions + 1, status = 'RUNNING', error = NULL, finished_at = NULL`.pipe(
+    Effect.orDie
+  )
+})
+
+export const stepFinished = Effect.fn("Attempt.stepFinished")(function* (
+  attemptId: string,
+  step: AttemptStep,
+  error: string | null
+) {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`
+    UPDATE workflow_attempt_steps
+    SET status = ${error === null ? "SUCCEEDED" : "FAILED"}, error = ${error}, finished_at = now()
+    WHERE attempt_id = ${attemptId} AND step = ${step}`.pipe(Effect.orDie)
+})
+
+/** Renews the attempt's lease; false when the attempt is no longer running (recovered or ended). */
+export const heartbeat = Effect.fn("Attempt.heartbeat")(function* (attemptId: string, phase?: string) {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql<{ run_id: string }>`
+    UPDATE workflow_attempts SET heartbeat_at = now()
+    WHERE id = ${attemptId} AND status = 'RUNNING'
+    RETURNING run_id`.pipe(Effect.orDie)
+  const runId = rows[0]?.run_id
+  if (runId !== undefined && phase !== undefined) {
+    yield* sql`UPDATE workflow_runs SET current_phase = ${phase}, updated_at = now()
+               WHERE id = ${runId} AND current_phase IS DISTINCT FROM ${phase}`.pipe(Effect.orDie)
+  }
+  return runId !== undefined
+})
+
+export const recordPrepared = Effect.fn("Attempt.recordPrepared")(function* (
+  run: AttemptRun,
+  prepared: { readonly requestKey: string; readonly model: string | null; readonly provider: string | null }
+) {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`UPDATE workflow_attempts SET request_key = ${prepared.requestKey}
+             WHERE id = ${run.attemptId} AND status = 'RUNNING'`.pipe(Effect.orDie)
+  yield* sql`UPDATE workflow_runs SET model = ${prepared.model}, provider = ${prepared.provider},
+                                      current_phase = 'prepared', updated_at = now()
+             WHERE organization_id = ${run.organizationId} AND id = ${run.runId}`.pipe(Effect.orDie)
+})
+
+export const recordSandbox = Effect.fn("Attempt.recordSandbox")(function* (
+  run: AttemptRun,
+  sandbox: { readonly provider: string; readonly id: string }
+) {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`UPDATE workflow_attempts SET sandbox_provider = ${sandbox.provider}, sandbox_id = ${sandbox.id}
+             WHERE id = ${run.attemptId}`.pipe(Effect.orDie)
+  yield* sql`UPDATE workflow_runs SET sandbox_provider = ${sandbox.provider}, sandbox_id = ${sandbox.id},
+                                      current_phase = 'sandbox-acquired', updated_at = now()
+             WHERE organization_id = ${run.organizationId} AND id = ${run.runId}`.pipe(Effect.orDie)
+})
+
+export const cancelRequested = Effect.fn("Attempt.cancelRequested")(function* (run: AttemptRun) {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql<{ cancelled: boolean }>`
+    SELECT cancel_requested_at IS NOT NULL AS cancelled FROM jobs
+    WHERE organization_id = ${run.organizationId} AND run_id = ${run.runId}`.pipe(Effect.orDie)
+  return rows[0]?.cancelled === true
+})
+
+/**
+ * Appends runtime events to the run's `workflow_events` in one transaction, renumbered to continue
+ * the run's sequence, and moves the attempt's cursor to the last runtime seq written. Fenced: when
+ * the attempt is no longer RUNNING or its cursor is not where this writer left it (another writer
+ * got there first), nothing is written and `undefined` comes back. Answers the committed events.
+ */
+export const flushEvents = Effect.fn("Attempt.flushEvents")(function* (
+  run: AttemptRun,
+  fromCursor: number,
+  events: ReadonlyArray<RunEvent>
+) {
+  const sql = yield* SqlClient.SqlClient
+  const last = events[events.length - 1]
+  if (last === undefined) return [] as ReadonlyArray<WorkflowEvent>
+  return yield* sql
+    .withTransaction(
+      Effect.gen(function* () {
+        const moved = yield* sql<{ id: string }>`
+          UPDATE workflow_attempts SET runtime_cursor = ${last.seq}, heartbeat_at = now()
+          WHERE id = ${run.attemptId} AND status = 'RUNNING' AND runtime_cursor = ${fromCursor}
+          RETURNING id`
+        if (moved.length === 0) return undefined
+        // One attempt writes a run's events at a time (the run's job is RUNNING with this attempt),
+        // and the row lock on the attempt serializes its own writers.
+        const [top] = yield* sql<{ seq: string }>`
+          SELECT coalesce(max(seq), 0) AS seq FROM workflow_events WHERE run_id = ${run.runId}`
+        const base = Number(top?.seq ?? 0)
+        const rows = events.map((event, index) => ({
+          run_id: run.runId,
+          seq: base + index + 1,
+          organization_id: run.organizationId,
+          attempt: run.attempt,
+          type: event.type,
+          data: JSON.stringify(event.data ?? null),
+          created_at: event.at
+        }))
+        const [first, ...rest] = rows
+        if (first === undefined) return [] as ReadonlyArray<WorkflowEvent>
+        yield* sql`INSERT INTO workflow_events ${sql.insert([first, ...rest])}`
+        return rows.map(
+          (row, index): WorkflowEvent => ({
+            seq: row.seq,
+            attempt: row.attempt,
+            type: row.type,
+            data: events[index]?.data ?? null,
+            created_at: row.created_at
+          })
+        )
+      })
+    )
+    .pipe(Effect.orDie)
+})
+
+export interface AttemptOutcome {
+  readonly status: "SUCCEEDED" | "FAILED" | "CANCELLED"
+  readonly retryable: boolean
+  readonly exitReason: string | null
+  readonly error: { readonly code: string; readonly message: string } | null
+  readonly usage: RunState["usage"] | null
+}
+
+/** The attempt ends; false when it had already ended (a recovered attempt's late finish changes nothing). */
+export const finishAttempt = Effect.fn("Attempt.finish")(function* (run: AttemptRun, outcome: AttemptOutcome) {
+  const sql = yield* SqlClient.SqlClient
+  return yield* sql
+    .withTransaction(
+      Effect.gen(function* () {
+        const rows = yield* sql<{ id: string }>`
+          UPDATE workflow_attempts
+          SET status = ${outcome.status}, retryable = ${outcome.retryable}, exit_reason = ${outcome.exitReason},
+              error_code = ${outcome.error?.code ?? null}, error_message = ${outcome.error?.message ?? null},
+              usage = ${JSON.stringify(outcome.usage ?? {})}::jsonb, finished_at = now()
+          WHERE id = ${run.attemptId} AND status = 'RUNNING'
+          RETURNING id`
+        if (rows.length === 0) return false
+        if (outcome.usage !== null) {
+          // The run's usage is the sum over its attempts.
+          yield* sql`
+            UPDATE workflow_runs r SET usage = (
+              SELECT jsonb_build_object(
+                'input_tokens', coalesce(sum((a.usage->>'input_tokens')::bigint), 0),
+                'output_tokens', coalesce(sum((a.usage->>'output_tokens')::bigint), 0),
+                'cost_usd', sum((a.usage->>'cost_usd')::numeric),
+                'duration_ms', coalesce(sum((a.usage->>'duration_ms')::bigint), 0),
+                'attempts', count(*))
+              FROM workflow_attempts a WHERE a.run_id = r.id AND a.finished_at IS NOT NULL),
+              current_phase = 'finished', updated_at = now()
+            WHERE r.organization_id = ${run.organizationId} AND r.id = ${run.runId}`
+        }
+        return true
+      })
+    )
+    .pipe(Effect.orDie)
+})

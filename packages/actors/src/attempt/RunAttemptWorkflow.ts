@@ -1,0 +1,380 @@
+/**
+ * RunAttemptWorkflow (spec: What the service does 9; States and transitions 3; DESIGN: Actors and
+ * workflows): one durable workflow per attempt, instance id `runId:attempt` (its idempotency key;
+ * the engine's execution id is derived from it). Its steps are activities, in order:
+ *
+ * | step | does | result kept by the engine |
+ * | --- | --- | --- |
+ * | prepare | passes the migration gate, builds the run request (the workflow type's port), seals it into `runs/{run}/{attempt}/request.enc` | the blob key and the sandbox choice |
+ * | acquire-sandbox | the provider's acquire (idempotent by attempt) | provider and sandbox id |
+ * | execute/N | starts the run on the runtime (idempotent), tails its events from the attempt's committed cursor for at most one chunk, flushing them every 1 s or 100 events, then publishing them to RunEvents | finished or not; the final runtime state |
+ * | publish | the workflow type's publish, for a SUCCEEDED run (idempotent by attempt) | - |
+ * | finish-attempt | the attempt's outcome and the run's usage | - |
+ * | release-sandbox | always, after a failure or a cancel too | - |
+ * | notify-scheduler | wakes the Scheduler, which settles the job | - |
+ *
+ * A completed step is replayed from the engine's storage, never re-run; the one cut off by a
+ * crash runs again, so each is idempotent, and `workflow_attempt_steps.executions` counts how
+ * often a body ran. Transient failures (a runtime or provider that does not answer) are retried
+ * inside the step with backoff; what remains ends the attempt, retryable or not. Cancellation is
+ * cooperative: each step checks the job's cancel request, and execute asks the runtime to stop
+ * the agent, then tails it to its end. Every attempt-row write is fenced on the attempt still
+ * running, so an attempt the Scheduler recovered by lease expiry cannot write after it.
+ */
+import { type AttemptStep, RunState } from "@bosun/domain"
+import { Effect, Option, Schedule, Schema, Stream } from "effect"
+import { Activity, Workflow } from "effect/workflow"
+import { RunEvents } from "../events/RunEvents.ts"
+import { RuntimeClient, type RuntimeError, type TailLine } from "../runtime/RuntimeClient.ts"
+import type { SandboxError, SandboxProviderName, SandboxProviderShape } from "../sandbox/SandboxProvider.ts"
+import { wakeScheduler } from "../scheduler/SchedulerEntity.ts"
+import {
+  AttemptError,
+  type AttemptRun,
+  MigrationGate,
+  SandboxProviders,
+  SealedRequests,
+  WorkflowTypes
+} from "./AttemptPorts.ts"
+import * as Records from "./AttemptRecords.ts"
+import { AttemptSettings } from "./AttemptSettings.ts"
+
+export class StepFailure extends Schema.TaggedError<StepFailure>()("StepFailure", {
+  code: Schema.String,
+  message: Schema.String,
+  retryable: Schema.Boolean
+}) {}
+
+export const RunAttemptWorkflow = Workflow.make("RunAttempt", {
+  payload: { organizationId: Schema.String, runId: Schema.String, attempt: Schema.Int },
+  idempotencyKey: (payload) => `${payload.runId}:${payload.attempt}`
+})
+
+const SandboxName = Schema.Literals(["EXTERNAL_RUNTIME", "HOSTED_SANDBOX", "PLATFORM_CONTAINER"])
+
+const Prepared = Schema.Struct({
+  requestKey: Schema.String,
+  provider: SandboxName,
+  instanceClass: Schema.Literals(["standard-2", "standard-4"]),
+  egressTier: Schema.Literals(["STRICT", "BUILD", "DEEP_SCAN"]),
+  agent: Schema.Literals(["OPENCODE", "AGENT_ONE", "CUSTOM"])
+})
+type Prepared = typeof Prepared.Type
+
+const Acquired = Schema.Struct({ provider: SandboxName, id: Schema.String })
+
+const Executed = Schema.Struct({ finished: Schema.Boolean, result: Schema.NullOr(RunState) })
+
+const fromAttemptError = (error: AttemptError) =>
+  new StepFailure({ code: error.code, message: error.message, retryable: error.retryable })
+
+const fromSandboxError = (error: SandboxError) =>
+  new StepFailure({
+    code: error.reason === "Unavailable" ? "sandbox_unavailable" : "sandbox_refused",
+    message: error.message,
+    retryable: error.reason !== "Refused"
+  })
+
+const fromRuntimeError = (error: RuntimeError) =>
+  new StepFailure({
+    code: `runtime_${error.reason.toLowerCase()}`,
+    message: error.message,
+    retryable: error.reason === "Unavailable" || error.reason === "Busy"
+  })
+
+const cancelled = () => new StepFailure({ code: "cancelled", message: "the run was cancelled", retryable: false })
+
+/** Transient failures are retried inside the step with backoff; what is left ends the attempt. */
+const transient = (failure: StepFailure) =>
+  failure.retryable && (failure.code === "sandbox_unavailable" || failure.code.startsWith("runtime_"))
+
+/**
+ * Runs a step's body: counted in `workflow_attempt_steps`, the attempt's lease renewed while it
+ * runs, transient failures retried with backoff, the outcome recorded.
+ */
+const step = <A, E, R>(run: AttemptRun, name: AttemptStep, body: Effect.Effect<A, E, R>) =>
+  Effect.gen(function* () {
+    const settings = yield* AttemptSettings
+    yield* Records.stepStarted(run.attemptId, name)
+    const renew = Effect.repeat(
+      Effect.delay(Records.heartbeat(run.attemptId), settings.heartbeatInterval),
+      Schedule.forever
+    )
+    const outcome = yield* body.pipe(
+      Effect.retry({
+        schedule: Schedule.exponential(settings.stepRetryBase),
+        times: settings.stepRetries,
+        while: (error) => error instanceof StepFailure && transient(error)
+      }),
+      Effect.raceFirst(Effect.andThen(renew, Effect.never)),
+      Effect.exit
+    )
+    yield* Records.stepFinished(
+      run.attemptId,
+      name,
+      outcome._tag === "Success"
+        ? null
+        : outcome.cause.reasons
+            .map((reason) =>
+              reason._tag === "Fail" && reason.error instanceof StepFailure ? reason.error.message : reason._tag
+            )
+            .join("; ")
+    )
+    return yield* outcome
+  }).pipe(Effect.withSpan(`RunAttempt.${name}`, { attributes: { attempt_id: run.attemptId } }))
+
+const providerOf = (name: SandboxProviderName) =>
+  Effect.flatMap(SandboxProviders, (providers) => {
+    const provider = providers.get(name)
+    return provider === undefined
+      ? Effect.fail(
+          new StepFailure({
+            code: "sandbox_provider_unconfigured",
+            message: `the sandbox provider ${name} is not configured on this instance`,
+            retryable: false
+          })
+        )
+      : Effect.succeed(provider)
+  })
+
+/** The attempt's runtime: the provider's acquire again (idempotent), with the sealed request. */
+const connect = (run: AttemptRun, prepared: Prepared) =>
+  Effect.gen(function* () {
+    const sealed = yield* Effect.mapError(
+      Effect.flatMap(SealedRequests, (requests) => requests.read(run, prepared.requestKey)),
+      fromAttemptError
+    )
+    const provider: SandboxProviderShape = yield* providerOf(prepared.provider)
+    const sandbox = yield* provider
+      .acquire({
+        organizationId: run.organizationId,
+        runId: run.runId,
+        attemptId: run.attemptId,
+        instanceClass: prepared.instanceClass,
+        egressTier: prepared.egressTier,
+        agent: prepared.agent,
+        grants: sealed.grants
+      })
+      .pipe(Effect.mapError(fromSandboxError))
+    const client = yield* RuntimeClient
+    return {
+      sandbox,
+      connection: client.connect(sandbox.endpoint),
+      request: { ...sealed.request, credential_mode: sandbox.credentialMode }
+    }
+  })
+
+const checkCancel = (run: AttemptRun) =>
+  Effect.flatMap(Records.cancelRequested(run), (requested) => (requested ? Effect.fail(cancelled()) : Effect.void))
+
+/** One execute chunk: start (idempotent), tail from the committed cursor, flush, publish. */
+const executeChunk = (run: AttemptRun, prepared: Prepared) =>
+  Effect.gen(function* () {
+    const settings = yield* AttemptSettings
+    const current = yield* Records.loadAttempt(run.organizationId, run.runId, run.attempt)
+    if (Option.isNone(current) || current.value.status !== "RUNNING") {
+      // Recovered by the Scheduler meanwhile: this worker stops here.
+      return { finished: true, result: null }
+    }
+    const { connection, request } = yield* connect(run, prepared)
+    yield* connection.start(request).pipe(Effect.mapError(fromRuntimeError))
+    const runEvents = yield* RunEvents.client
+    const publisher = runEvents(run.runId)
+    let cursor = current.value.runtimeCursor
+    let finished = false
+    let cancelSent = false
+
+    const flush = (lines: ReadonlyArray<TailLine>) =>
+      Effect.gen(function* () {
+        const events = lines.flatMap((line) => ("seq" in line ? [line] : []))
+        const phase = lines.findLast((line) => "phase" in line)
+        if (events.some((event) => event.type === "run.finished")) finished = true
+        if (events.length > 0) {
+          const written = yield* Records.flushEvents(run, cursor, events)
+          if (written === undefined) return yield* Effect.fail(stale())
+          cursor = events[events.length - 1]?.seq ?? cursor
+          yield* publisher.Publish({ events: written }, { discard: true }).pipe(Effect.ignore)
+        } else if (phase !== undefined && "phase" in phase) {
+          const alive = yield* Records.heartbeat(run.attemptId, phase.phase.toLowerCase())
+          if (!alive) return yield* Effect.fail(stale())
+        }
+        if (!cancelSent && (yield* Records.cancelRequested(run))) {
+          cancelSent = true
+          yield* connection.cancel(run.attemptId).pipe(Effect.mapError(fromRuntimeError))
+        }
+      })
+
+    yield* connection
+      .events(run.attemptId, cursor)
+      .pipe(
+        Stream.mapError(fromRuntimeError),
+        Stream.interruptWhen(Effect.sleep(settings.executeChunk)),
+        Stream.groupedWithin(settings.flushMaxEvents, settings.flushInterval),
+        Stream.runForEach(flush)
+      )
+    if (!finished) return { finished: false, result: null }
+    const result = yield* connection.result(run.attemptId).pipe(Effect.mapError(fromRuntimeError))
+    return { finished: true, result }
+  })
+
+const stale = () =>
+  new StepFailure({
+    code: "attempt_superseded",
+    message: "the attempt was recovered by the Scheduler; this worker stopped",
+    retryable: false
+  })
+
+export const RunAttemptWorkflowLive = RunAttemptWorkflow.toLayer(
+  Effect.fn(function* (payload) {
+    const loaded = yield* Records.loadAttempt(payload.organizationId, payload.runId, payload.attempt)
+    if (Option.isNone(loaded)) return yield* Effect.logWarning("run_attempt_missing", payload)
+    const run = loaded.value.run
+
+    const prepared = yield* Activity.make({
+      name: "prepare",
+      success: Prepared,
+      error: StepFailure,
+      execute: step(
+        run,
+        "prepare",
+        Effect.gen(function* () {
+          yield* Effect.flatMap(MigrationGate, (gate) => gate.awaitReady)
+          yield* checkCancel(run)
+          const type = (yield* WorkflowTypes).get(run.workflowType)
+          if (type === undefined) {
+            return yield* new StepFailure({
+              code: "unknown_workflow_type",
+              message: `no workflow type ${run.workflowType} is registered`,
+              retryable: false
+            })
+          }
+          const made = yield* Effect.mapError(type.prepare(run), fromAttemptError)
+          const requestKey = yield* Effect.mapError(
+            Effect.flatMap(SealedRequests, (requests) =>
+              requests.write(run, { request: made.request, grants: made.grants })
+            ),
+            fromAttemptError
+          )
+          yield* Records.recordPrepared(run, { requestKey, model: made.model, provider: made.provider })
+          return {
+            requestKey,
+            provider: made.sandbox.provider,
+            instanceClass: made.sandbox.instanceClass,
+            egressTier: made.sandbox.egressTier,
+            agent: made.request.agent.kind
+          }
+        })
+      )
+    }).pipe(Effect.result)
+
+    const main = Effect.gen(function* () {
+      if (prepared._tag === "Failure") return yield* prepared.failure
+      const ready = prepared.success
+      yield* Activity.make({
+        name: "acquire-sandbox",
+        success: Acquired,
+        error: StepFailure,
+        execute: step(
+          run,
+          "acquire-sandbox",
+          Effect.gen(function* () {
+            yield* checkCancel(run)
+            const { sandbox } = yield* connect(run, ready)
+            yield* Records.recordSandbox(run, { provider: sandbox.provider, id: sandbox.id })
+            return { provider: sandbox.provider, id: sandbox.id }
+          })
+        )
+      })
+      for (let chunk = 1; ; chunk++) {
+        const executed = yield* Activity.make({
+          name: `execute/${chunk}`,
+          success: Executed,
+          error: StepFailure,
+          execute: step(run, "execute", executeChunk(run, ready))
+        })
+        if (!executed.finished) continue
+        if (executed.result === null) return yield* stale()
+        const result = executed.result
+        if (result.status === "SUCCEEDED") {
+          yield* Activity.make({
+            name: "publish",
+            error: StepFailure,
+            execute: step(
+              run,
+              "publish",
+              Effect.gen(function* () {
+                const type = (yield* WorkflowTypes).get(run.workflowType)
+                if (type === undefined) return
+                const { connection } = yield* connect(run, ready)
+                yield* Effect.mapError(
+                  type.publish({
+                    run,
+                    result,
+                    file: (path) =>
+                      connection
+                        .file(run.attemptId, path)
+                        .pipe(
+                          Effect.mapError(
+                            (error) =>
+                              new AttemptError({ code: "file_unavailable", message: error.message, retryable: true })
+                          )
+                        )
+                  }),
+                  fromAttemptError
+                )
+              })
+            )
+          })
+        }
+        return result
+      }
+    })
+
+    const ended = yield* Effect.result(main)
+    const outcome: Records.AttemptOutcome =
+      ended._tag === "Success"
+        ? {
+            status: ended.success.status === "RUNNING" ? "FAILED" : ended.success.status,
+            retryable: ended.success.retryable,
+            exitReason:
+              ended.success.status === "SUCCEEDED"
+                ? "succeeded"
+                : ended.success.status === "CANCELLED"
+                  ? "cancelled"
+                  : (ended.success.error?.code ?? "agent_failed"),
+            error: ended.success.error,
+            usage: ended.success.usage
+          }
+        : {
+            status: ended.failure.code === "cancelled" ? "CANCELLED" : "FAILED",
+            retryable: ended.failure.retryable,
+            exitReason: ended.failure.code,
+            error: { code: ended.failure.code, message: ended.failure.message },
+            usage: null
+          }
+
+    yield* Activity.make({
+      name: "finish-attempt",
+      execute: step(run, "finish-attempt", Effect.asVoid(Records.finishAttempt(run, outcome)))
+    })
+    yield* Activity.make({
+      name: "release-sandbox",
+      error: StepFailure,
+      execute: step(
+        run,
+        "release-sandbox",
+        Effect.gen(function* () {
+          if (prepared._tag === "Failure") return
+          const current = yield* Records.loadAttempt(run.organizationId, run.runId, run.attempt)
+          const sandboxId = Option.getOrUndefined(current)?.sandboxId
+          if (sandboxId === null || sandboxId === undefined) return
+          const provider = yield* providerOf(prepared.success.provider)
+          yield* provider
+            .release({ id: sandboxId, provider: prepared.success.provider })
+            .pipe(Effect.mapError(fromSandboxError))
+        })
+      )
+    }).pipe(Effect.catch((failure) => Effect.logError("sandbox_release_failed", failure.message)))
+    yield* Activity.make({ name: "notify-scheduler", execute: step(run, "notify-scheduler", wakeScheduler) })
+  })
+)

@@ -1,0 +1,118 @@
+/**
+ * RunEvents, one entity per run (spec: Coordinators; Events 1): the fan-out behind the live run
+ * stream. The attempt that writes a run's events publishes them here only after their database
+ * write committed; the entity keeps the last 500 in a ring and pushes each to every subscriber,
+ * wherever in the cluster the subscriber's SSE connection is (a subscription is a streaming
+ * message to the entity's runner).
+ *
+ * A subscription from `after` gets, in order and exactly once: what the database holds between
+ * `after` and the ring's oldest event, the ring, then live events. Anything that could slip
+ * between those — an entity restarted mid-run (its ring starts empty), a lost volatile publish —
+ * shows as a jump in sequence numbers, and the subscriber reads the missing range from the
+ * database before going on, so a subscriber never sees a gap or a duplicate.
+ */
+import { WorkflowEvent } from "@bosun/domain"
+import { Effect, PubSub, Schema, Stream } from "effect"
+import { Entity } from "effect/cluster"
+import { Rpc } from "effect/rpc"
+import { SqlClient } from "effect/sql"
+
+export const RING_SIZE = 500
+
+export const Publish = Rpc.make("Publish", { payload: { events: Schema.Array(WorkflowEvent) } })
+
+export const Subscribe = Rpc.make("Subscribe", {
+  payload: { organizationId: Schema.String, after: Schema.Int },
+  success: WorkflowEvent,
+  stream: true
+})
+
+export const RunEvents = Entity.make("RunEvents", [Publish, Subscribe])
+
+interface EventRow {
+  readonly seq: string
+  readonly attempt: number
+  readonly type: string
+  readonly data: unknown
+  readonly created_at: Date
+}
+
+/** The run's stored events with `after < seq <= upTo` (no upper bound when `upTo` is undefined). */
+export const readEvents = Effect.fn("RunEvents.read")(function* (
+  organizationId: string,
+  runId: string,
+  after: number,
+  upTo?: number
+) {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql<EventRow>`
+    SELECT seq, attempt, type, data, created_at FROM workflow_events
+    WHERE organization_id = ${organizationId} AND run_id = ${runId} AND seq > ${after}
+      ${upTo === undefined ? sql`` : sql`AND seq <= ${upTo}`}
+    ORDER BY seq`.pipe(Effect.orDie)
+  return rows.map(
+    (row): WorkflowEvent => ({
+      seq: Number(row.seq),
+      attempt: row.attempt,
+      type: row.type,
+      data: row.data,
+      created_at: row.created_at.toISOString()
+    })
+  )
+})
+
+export const RunEventsLive = RunEvents.toLayer(
+  Effect.gen(function* () {
+    const address = yield* Entity.CurrentAddress
+    const runId = address.entityId
+    const sql = yield* SqlClient.SqlClient
+    const live = yield* PubSub.unbounded<WorkflowEvent>()
+    let ring: Array<WorkflowEvent> = []
+    const lastSeq = () => ring[ring.length - 1]?.seq ?? 0
+
+    const withStore = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient>) =>
+      Effect.provideService(effect, SqlClient.SqlClient, sql)
+
+    return RunEvents.of({
+      Publish: ({ payload }) =>
+        Effect.gen(function* () {
+          const fresh = payload.events.filter((event) => event.seq > lastSeq())
+          if (fresh.length === 0) return
+          ring = [...ring, ...fresh].slice(-RING_SIZE)
+          yield* PubSub.publishAll(live, fresh)
+        }),
+      Subscribe: ({ payload }) =>
+        Stream.unwrap(
+          Effect.gen(function* () {
+            // Subscribe before looking at the ring, so nothing published meanwhile is missed.
+            const subscription = yield* PubSub.subscribe(live)
+            const snapshot = ring
+            const ringStart = snapshot[0]?.seq
+            const older =
+              ringStart === undefined
+                ? yield* withStore(readEvents(payload.organizationId, runId, payload.after))
+                : payload.after + 1 < ringStart
+                  ? yield* withStore(readEvents(payload.organizationId, runId, payload.after, ringStart - 1))
+                  : []
+            let delivered = payload.after
+            const inOrder = (event: WorkflowEvent) =>
+              Effect.gen(function* () {
+                if (event.seq <= delivered) return [] as ReadonlyArray<WorkflowEvent>
+                const missing =
+                  event.seq > delivered + 1
+                    ? yield* withStore(readEvents(payload.organizationId, runId, delivered, event.seq - 1))
+                    : []
+                delivered = event.seq
+                return [...missing, event]
+              })
+            return Stream.fromIterable([...older, ...snapshot]).pipe(
+              Stream.concat(Stream.fromSubscription(subscription)),
+              Stream.mapEffect(inOrder),
+              Stream.flatMap((events) => Stream.fromIterable(events))
+            )
+          })
+        )
+    })
+  }),
+  { maxIdleTime: "10 minutes" }
+)

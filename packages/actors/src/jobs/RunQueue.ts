@@ -1,0 +1,89 @@
+/**
+ * How work enters the cluster (spec: What the service does 6, 9): a webhook handler, an API call
+ * or a cron writes a workflow run and its job in one statement — inside the caller's transaction
+ * when it has one — and then wakes the Scheduler; it never waits for an agent. Everything after
+ * that (claim, attempts, retries, cancellation) is the Scheduler's.
+ */
+import type { Lane } from "@bosun/domain"
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+
+export interface NewRun {
+  readonly organizationId: string
+  readonly repositoryId: string | null
+  readonly workflowType: string
+  readonly lane: Lane
+  /** Jobs of one session (chat thread, ticket, pull request) run one at a time, in order. */
+  readonly sessionKey?: string | undefined
+  /** Reviews of one pull request share a batch key: while queued, the newest supersedes the rest. */
+  readonly batchKey?: string | undefined
+  readonly headSha?: string | undefined
+  readonly baseSha?: string | undefined
+  readonly pullRequestNumber?: number | undefined
+  readonly inputSnapshot?: Readonly<Record<string, unknown>> | undefined
+  readonly maxAttempts?: number | undefined
+  /** Not claimed before this (a review batch window). */
+  readonly notBefore?: Date | undefined
+}
+
+export interface QueuedRun {
+  readonly runId: string
+  readonly jobId: string
+}
+
+/** Writes the run (QUEUED) and its job in one statement; run it inside the caller's transaction. */
+export const enqueueRun = Effect.fn("RunQueue.enqueue")(function* (run: NewRun) {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql<{ run_id: string; job_id: string }>`
+    WITH run AS (
+      INSERT INTO workflow_runs (organization_id, repository_id, workflow_type, status, head_sha, base_sha,
+                                 pull_request_number, input_snapshot)
+      VALUES (${run.organizationId}, ${run.repositoryId}, ${run.workflowType}, 'QUEUED', ${run.headSha ?? null},
+              ${run.baseSha ?? null}, ${run.pullRequestNumber ?? null},
+              ${JSON.stringify(run.inputSnapshot ?? {})}::jsonb)
+      RETURNING id, organization_id
+    )
+    INSERT INTO jobs (run_id, organization_id, lane, session_key, batch_key, head_sha, max_attempts, not_before)
+    SELECT run.id, run.organization_id, ${run.lane}, ${run.sessionKey ?? null}, ${run.batchKey ?? null},
+           ${run.headSha ?? null}, ${run.maxAttempts ?? 3}, coalesce(${run.notBefore ?? null}::timestamptz, now())
+    FROM run
+    RETURNING run_id, id AS job_id`.pipe(Effect.orDie)
+  const row = rows[0]
+  if (row === undefined) return yield* Effect.die(new Error("enqueueRun: the insert returned no row"))
+  return { runId: row.run_id, jobId: row.job_id } satisfies QueuedRun
+})
+
+/** Gives an existing QUEUED run (written before jobs existed, or RECEIVED and now decided) its job. */
+export const enqueueExistingRun = Effect.fn("RunQueue.enqueueExisting")(function* (
+  organizationId: string,
+  runId: string,
+  job: Pick<NewRun, "lane" | "sessionKey" | "batchKey" | "headSha" | "maxAttempts" | "notBefore">
+) {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql<{ job_id: string }>`
+    WITH run AS (
+      UPDATE workflow_runs SET status = 'QUEUED', updated_at = now()
+      WHERE organization_id = ${organizationId} AND id = ${runId} AND status IN ('RECEIVED', 'QUEUED')
+      RETURNING id, organization_id
+    )
+    INSERT INTO jobs (run_id, organization_id, lane, session_key, batch_key, head_sha, max_attempts, not_before)
+    SELECT run.id, run.organization_id, ${job.lane}, ${job.sessionKey ?? null}, ${job.batchKey ?? null},
+           ${job.headSha ?? null}, ${job.maxAttempts ?? 3}, coalesce(${job.notBefore ?? null}::timestamptz, now())
+    FROM run
+    ON CONFLICT (run_id) DO NOTHING
+    RETURNING id AS job_id`.pipe(Effect.orDie)
+  return rows[0]?.job_id
+})
+
+/**
+ * Asks for a run to be cancelled: a queued job is dropped by the next Scheduler pass, a running
+ * attempt stops its agent and releases its sandbox. True when the run was still going.
+ */
+export const requestCancel = Effect.fn("RunQueue.requestCancel")(function* (organizationId: string, runId: string) {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql<{ run_id: string }>`
+    UPDATE jobs SET cancel_requested_at = coalesce(cancel_requested_at, now()), updated_at = now()
+    WHERE organization_id = ${organizationId} AND run_id = ${runId} AND status IN ('QUEUED', 'RUNNING')
+    RETURNING run_id`.pipe(Effect.orDie)
+  return rows.length > 0
+})

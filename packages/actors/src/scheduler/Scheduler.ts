@@ -1,0 +1,89 @@
+/**
+ * The Scheduler (spec: Coordinators, Scheduler; DESIGN: Actors and workflows): the entity
+ * `Scheduler/global` runs passes (`SchedulerPass.ts`) — the only code that changes a job's status —
+ * and hands each claimed attempt to the workflow engine as a `RunAttemptWorkflow`.
+ *
+ * Wake-ups coalesce: however many arrive during a pass, one more pass follows. Between wake-ups
+ * the entity's alarm fires when the pass said something is next due (a batch window closing, a
+ * retry's backoff ending, a lease running out), and at least every `idleTick`. A cluster
+ * singleton, `SchedulerAlarm`, wakes the entity every `idleTick` too, so after a runner dies the
+ * Scheduler comes back on another runner without waiting for outside traffic.
+ */
+import { Duration, Effect, Layer, Queue } from "effect"
+import { Singleton } from "effect/cluster"
+import { RunAttemptWorkflow } from "../attempt/RunAttemptWorkflow.ts"
+import { SchedulerEntity, wakeScheduler } from "./SchedulerEntity.ts"
+import { type AttemptRef, markStarted, runPass, type SchedulerSettings } from "./SchedulerPass.ts"
+
+export interface SchedulerLayerSettings extends SchedulerSettings {
+  /** The longest the Scheduler sleeps without a wake-up. */
+  readonly idleTick: Duration.Duration
+}
+
+const start = (ref: AttemptRef) =>
+  RunAttemptWorkflow.execute(
+    { organizationId: ref.organizationId, runId: ref.runId, attempt: ref.attempt },
+    { discard: true }
+  ).pipe(
+    Effect.andThen(markStarted(ref)),
+    Effect.catchCause((cause) =>
+      Effect.logError("attempt_start_failed", cause).pipe(
+        Effect.annotateLogs({ run_id: ref.runId, attempt_id: `${ref.runId}:${ref.attempt}` })
+      )
+    )
+  )
+
+const interrupt = (ref: AttemptRef) =>
+  Effect.flatMap(
+    RunAttemptWorkflow.executionId({ organizationId: ref.organizationId, runId: ref.runId, attempt: ref.attempt }),
+    (executionId) => RunAttemptWorkflow.interrupt(executionId)
+  ).pipe(
+    Effect.tap(() =>
+      Effect.logWarning("attempt_lease_expired").pipe(
+        Effect.annotateLogs({ run_id: ref.runId, attempt_id: `${ref.runId}:${ref.attempt}` })
+      )
+    ),
+    Effect.catchCause((cause) => Effect.logError("attempt_interrupt_failed", cause))
+  )
+
+export const layerScheduler = (settings: SchedulerLayerSettings) =>
+  Layer.mergeAll(
+    SchedulerEntity.toLayer(
+      Effect.gen(function* () {
+        const wakeups = yield* Queue.sliding<void>(1)
+        const pass = Effect.gen(function* () {
+          const report = yield* runPass(settings)
+          yield* Effect.forEach(report.expired, interrupt, { discard: true })
+          yield* Effect.forEach(report.toStart, start, { discard: true, concurrency: 16 })
+          if (report.claimed > 0 || report.settled > 0 || report.expired.length > 0) {
+            yield* Effect.logDebug("scheduler_pass").pipe(
+              Effect.annotateLogs({
+                claimed: report.claimed,
+                settled: report.settled,
+                expired: report.expired.length
+              })
+            )
+          }
+          return report.nextDueAt
+        })
+        const loop = Effect.gen(function* () {
+          let nextDueAt: Date | null = null
+          for (;;) {
+            const idle = Duration.toMillis(settings.idleTick)
+            const untilDue = nextDueAt === null ? idle : Math.max(0, nextDueAt.getTime() - Date.now()) + 5
+            yield* Queue.take(wakeups).pipe(Effect.timeoutOption(Duration.millis(Math.min(idle, untilDue))))
+            nextDueAt = yield* pass.pipe(
+              Effect.catchCause((cause) => Effect.as(Effect.logError("scheduler_pass_failed", cause), null))
+            )
+          }
+        })
+        yield* Effect.forkScoped(loop)
+        yield* Queue.offer(wakeups, undefined)
+        return SchedulerEntity.of({
+          Wake: () => Effect.asVoid(Queue.offer(wakeups, undefined))
+        })
+      }),
+      { maxIdleTime: Duration.infinity }
+    ),
+    Singleton.make("SchedulerAlarm", Effect.forever(Effect.andThen(wakeScheduler, Effect.sleep(settings.idleTick))))
+  )

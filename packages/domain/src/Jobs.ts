@@ -1,0 +1,67 @@
+/**
+ * Jobs, the Scheduler's record of a workflow run, and the events a run streams (spec: What the
+ * service does 6, 8, 9; Events 1-2; States and transitions 3). A webhook handler, an API call or a
+ * cron writes a run (QUEUED, or RECEIVED while an inbox consumer still decides) and its job in one
+ * transaction; from then on only the Scheduler changes the job's status, and the run's follows:
+ *
+ * | job status | next | when | run status |
+ * | --- | --- | --- | --- |
+ * | QUEUED | RUNNING | claimed: its lane has room, it heads its session, its batch window and retry backoff are over | RUNNING |
+ * | QUEUED | SUPERSEDED | a newer review of the same pull request (another head SHA) was queued | CANCELLED (`superseded`) |
+ * | QUEUED | CANCELLED | cancellation requested | CANCELLED |
+ * | RUNNING | SUCCEEDED | the attempt succeeded | SUCCEEDED |
+ * | RUNNING | QUEUED | the attempt failed retryably (or its lease expired) and attempts are left; backoff in `not_before` | QUEUED |
+ * | RUNNING | FAILED | the attempt failed for good, or the last attempt failed | FAILED |
+ * | RUNNING | CANCELLED | cancellation requested; the attempt stopped its agent and released its sandbox | CANCELLED |
+ *
+ * SUCCEEDED, FAILED, CANCELLED and SUPERSEDED are final. A run's RECEIVED status precedes its job.
+ */
+import { Schema } from "effect"
+
+export const JobStatus = Schema.Literals(["QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "SUPERSEDED"])
+export type JobStatus = typeof JobStatus.Type
+
+/** Lanes have their own concurrency limits, so reviews are not stuck behind long agent work. */
+export const Lane = Schema.Literals(["AGENT", "REVIEW"])
+export type Lane = typeof Lane.Type
+
+export const FINAL_JOB_STATUSES: ReadonlySet<JobStatus> = new Set(["SUCCEEDED", "FAILED", "CANCELLED", "SUPERSEDED"])
+
+/** Which job status transitions exist (the table above); the Scheduler asserts against it. */
+export const JOB_TRANSITIONS: Readonly<Record<JobStatus, ReadonlyArray<JobStatus>>> = {
+  QUEUED: ["RUNNING", "SUPERSEDED", "CANCELLED"],
+  RUNNING: ["SUCCEEDED", "QUEUED", "FAILED", "CANCELLED"],
+  SUCCEEDED: [],
+  FAILED: [],
+  CANCELLED: [],
+  SUPERSEDED: []
+}
+
+/** The run status a job status shows as. */
+export const runStatusOf = (status: JobStatus): "QUEUED" | "RUNNING" | "SUCCEEDED" | "FAILED" | "CANCELLED" =>
+  status === "SUPERSEDED" ? "CANCELLED" : status
+
+/** The steps of one attempt, in order (spec: States and transitions 3). */
+export const ATTEMPT_STEPS = [
+  "prepare",
+  "acquire-sandbox",
+  "execute",
+  "publish",
+  "finish-attempt",
+  "release-sandbox",
+  "notify-scheduler"
+] as const
+export type AttemptStep = (typeof ATTEMPT_STEPS)[number]
+
+/**
+ * One event of a run's live stream and of `workflow_events`: the runtime's event renumbered per
+ * run (`seq` continues across attempts, from 1, without gaps), with the attempt it came from.
+ */
+export const WorkflowEvent = Schema.Struct({
+  seq: Schema.Int,
+  attempt: Schema.Int,
+  type: Schema.String,
+  data: Schema.Unknown,
+  created_at: Schema.String
+})
+export type WorkflowEvent = typeof WorkflowEvent.Type
