@@ -15,6 +15,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import { NetAddress } from "effect/net"
+import { layerClusterRunner } from "./cluster/ClusterLive.ts"
 import { AppConfig } from "./config/AppConfig.ts"
 import { InstanceSecrets } from "./config/InstanceSecrets.ts"
 import { SecretRotation } from "./crypto/SecretRotation.ts"
@@ -162,8 +163,12 @@ const Announce = Layer.effectDiscard(
   })
 )
 
+/** The workflow types production runs (see `cluster/WorkflowTypesLive.ts`). */
+export const WORKFLOW_TYPES = {}
+
 export const ServerLive = Announce.pipe(
   Layer.provideMerge(HttpLive(ApiRoutes)),
+  Layer.provideMerge(layerClusterRunner(WORKFLOW_TYPES)),
   Layer.provideMerge(AppProvidersLive),
   Layer.provideMerge(AppServicesLive),
   Layer.provideMerge(StorageLive),

@@ -11,6 +11,7 @@
  */
 import { Duration, Effect, Layer, Queue } from "effect"
 import { Singleton } from "effect/cluster"
+import { MigrationGate } from "../attempt/AttemptPorts.ts"
 import { RunAttemptWorkflow } from "../attempt/RunAttemptWorkflow.ts"
 import { SchedulerEntity, wakeScheduler } from "./SchedulerEntity.ts"
 import { type AttemptRef, markStarted, runPass, type SchedulerSettings } from "./SchedulerPass.ts"
@@ -66,7 +67,10 @@ export const layerScheduler = (settings: SchedulerLayerSettings) =>
           }
           return report.nextDueAt
         })
+        const gate = yield* MigrationGate
         const loop = Effect.gen(function* () {
+          // The jobs tables exist once the migrations are applied.
+          yield* gate.awaitReady
           let nextDueAt: Date | null = null
           for (;;) {
             const idle = Duration.toMillis(settings.idleTick)

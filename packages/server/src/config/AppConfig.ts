@@ -5,6 +5,7 @@
  */
 
 import { fileURLToPath } from "node:url"
+import type { ClusterSettings } from "@bosun/actors/cluster/ActorsLive"
 import { Config, ConfigProvider, Context, Duration, Effect, Layer, Option, Redacted, Schema } from "effect"
 
 const MasterKeyPattern = /^[A-Za-z0-9+/]{43}=$/
@@ -118,6 +119,8 @@ export interface AppSettings {
     /** The embedded runtime's loopback port; 0 takes any free one. */
     readonly embeddedPort: number
   }
+  /** This process as a cluster runner, the Scheduler's lanes and leases, the attempts' pacing. */
+  readonly cluster: ClusterSettings
 }
 
 const duration = (name: string, fallback: Duration.Duration) => Config.Duration(name).pipe(Config.withDefault(fallback))
@@ -211,6 +214,51 @@ const runtimeConfig = Config.all({
   })
 )
 
+const Concurrency = Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 1000 }))
+const PositiveInt = Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 100_000 }))
+
+const clusterConfig: Config.Config<ClusterSettings> = Config.all({
+  runnerHost: Config.String("BOSUN_RUNNER_HOST").pipe(Config.withDefault("127.0.0.1")),
+  runnerPort: Config.Port("BOSUN_RUNNER_PORT").pipe(Config.withDefault(34431)),
+  listenHost: Config.option(Config.String("BOSUN_RUNNER_LISTEN_HOST")),
+  shardLockExpiration: duration("BOSUN_SHARD_LOCK_EXPIRATION", Duration.seconds(10)),
+  agentLane: Config.schema(Concurrency, "BOSUN_LANE_AGENT_CONCURRENCY").pipe(Config.withDefault(4)),
+  reviewLane: Config.schema(Concurrency, "BOSUN_LANE_REVIEW_CONCURRENCY").pipe(Config.withDefault(4)),
+  lease: duration("BOSUN_ATTEMPT_LEASE", Duration.seconds(90)),
+  retryBackoff: duration("BOSUN_ATTEMPT_RETRY_BACKOFF", Duration.seconds(10)),
+  idleTick: duration("BOSUN_SCHEDULER_IDLE_TICK", Duration.seconds(5)),
+  executeChunk: duration("BOSUN_EXECUTE_CHUNK", Duration.minutes(2)),
+  flushInterval: duration("BOSUN_EVENT_FLUSH_INTERVAL", Duration.seconds(1)),
+  flushMaxEvents: Config.schema(PositiveInt, "BOSUN_EVENT_FLUSH_MAX_EVENTS").pipe(Config.withDefault(100)),
+  heartbeatInterval: duration("BOSUN_ATTEMPT_HEARTBEAT", Duration.seconds(10)),
+  stepRetries: Config.schema(PositiveInt, "BOSUN_STEP_RETRIES").pipe(Config.withDefault(5))
+}).pipe(
+  Config.map(
+    (c): ClusterSettings => ({
+      runnerAddress: { host: c.runnerHost, port: c.runnerPort },
+      listenAddress: Option.match(c.listenHost, {
+        onNone: () => undefined,
+        onSome: (host) => ({ host, port: c.runnerPort })
+      }),
+      shardLockExpiration: c.shardLockExpiration,
+      scheduler: {
+        lanes: { AGENT: c.agentLane, REVIEW: c.reviewLane },
+        lease: c.lease,
+        retryBackoff: c.retryBackoff,
+        idleTick: c.idleTick
+      },
+      attempts: {
+        executeChunk: c.executeChunk,
+        flushInterval: c.flushInterval,
+        flushMaxEvents: c.flushMaxEvents,
+        heartbeatInterval: c.heartbeatInterval,
+        stepRetries: c.stepRetries,
+        stepRetryBase: Duration.seconds(1)
+      }
+    })
+  )
+)
+
 export const appConfig: Config.Config<AppSettings> = Config.all({
   host: Config.String("BOSUN_HOST").pipe(Config.withDefault("127.0.0.1")),
   port: Config.Port("BOSUN_PORT").pipe(Config.withDefault(8080)),
@@ -246,7 +294,8 @@ export const appConfig: Config.Config<AppSettings> = Config.all({
   githubApiUrl: Config.URL("BOSUN_GITHUB_API_URL").pipe(Config.withDefault(new URL("https://api.github.com"))),
   composioApiUrl: composioApiUrlConfig,
   composioApiKey: optionalRedacted("BOSUN_COMPOSIO_API_KEY"),
-  runtime: runtimeConfig
+  runtime: runtimeConfig,
+  cluster: clusterConfig
 }).pipe(
   Config.map(({ baseUrl, ...rest }) => ({
     ...rest,

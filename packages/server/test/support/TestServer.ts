@@ -46,6 +46,24 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
   composioApiUrl: new URL("http://127.0.0.1:9"),
   composioApiKey: Option.none(),
   runtime: { external: Option.none(), embeddedPort: 0 },
+  cluster: {
+    runnerAddress: { host: "127.0.0.1", port: 0 },
+    shardLockExpiration: Duration.seconds(5),
+    scheduler: {
+      lanes: { AGENT: 4, REVIEW: 4 },
+      lease: Duration.seconds(30),
+      retryBackoff: Duration.millis(200),
+      idleTick: Duration.seconds(1)
+    },
+    attempts: {
+      executeChunk: Duration.seconds(30),
+      flushInterval: Duration.millis(200),
+      flushMaxEvents: 100,
+      heartbeatInterval: Duration.seconds(2),
+      stepRetries: 3,
+      stepRetryBase: Duration.millis(100)
+    }
+  },
   ...overrides
 })
 

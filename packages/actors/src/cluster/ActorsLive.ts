@@ -1,0 +1,51 @@
+/**
+ * Bosun's cluster in one Layer (DESIGN: Actors and workflows): a runner of `effect/cluster` with
+ * its message and runner storage in the same Postgres (its own `cluster_*` tables, shard locks as
+ * advisory locks), the socket transport between runners, the workflow engine on top, and Bosun's
+ * entities and workflows — Scheduler (+ its alarm singleton), RunEvents, RunAttemptWorkflow.
+ * One server process is one runner; more processes on one Postgres are more runners, and shards
+ * (with the entities on them) move to the survivors when one stops (at once on SIGTERM, after
+ * `shardLockExpiration` when it is killed).
+ *
+ * The server provides the ports (`attempt/AttemptPorts.ts`), the runtime client and a SqlClient.
+ */
+import { NodeClusterSocket } from "@effect/platform-node"
+import { type Duration, Layer, Option } from "effect"
+import { ClusterWorkflowEngine, RunnerAddress } from "effect/cluster"
+import { type AttemptSettingsShape, AttemptSettings } from "../attempt/AttemptSettings.ts"
+import { RunAttemptWorkflowLive } from "../attempt/RunAttemptWorkflow.ts"
+import { RunEventsLive } from "../events/RunEvents.ts"
+import { layerScheduler, type SchedulerLayerSettings } from "../scheduler/Scheduler.ts"
+
+export interface ClusterSettings {
+  /** Where other runners reach this one. */
+  readonly runnerAddress: { readonly host: string; readonly port: number }
+  /** Where it listens, when that differs (a container listening on 0.0.0.0). */
+  readonly listenAddress?: { readonly host: string; readonly port: number } | undefined
+  /** How long a killed runner's shards stay locked before others take them. */
+  readonly shardLockExpiration: Duration.Duration
+  readonly scheduler: SchedulerLayerSettings
+  readonly attempts: AttemptSettingsShape
+}
+
+export const layerCluster = (settings: ClusterSettings) =>
+  NodeClusterSocket.layer({
+    storage: "sql",
+    runnerHealth: "ping",
+    shardingConfig: {
+      runnerAddress: Option.some(RunnerAddress.make(settings.runnerAddress.host, settings.runnerAddress.port)),
+      runnerListenAddress:
+        settings.listenAddress === undefined
+          ? Option.none()
+          : Option.some(RunnerAddress.make(settings.listenAddress.host, settings.listenAddress.port)),
+      shardLockExpiration: settings.shardLockExpiration
+    }
+  })
+
+/** The entities and workflows on a runner; needs the ports, `RuntimeClient` and a `SqlClient`. */
+export const layerActors = (settings: ClusterSettings) =>
+  Layer.mergeAll(RunEventsLive, RunAttemptWorkflowLive, layerScheduler(settings.scheduler)).pipe(
+    Layer.provide(Layer.succeed(AttemptSettings, settings.attempts)),
+    Layer.provideMerge(ClusterWorkflowEngine.layer),
+    Layer.provideMerge(layerCluster(settings))
+  )

@@ -1,0 +1,231 @@
+/**
+ * The run pipeline end to end (issue 7): a run and its job written by `enqueueRun`, claimed by the
+ * Scheduler entity, run as a `RunAttemptWorkflow` through its seven steps on the real runtime
+ * process (EXTERNAL_RUNTIME), its events flushed to `workflow_events`, the job settled. The
+ * workflow type is the test's, registered through the `WorkflowTypes` port; every step around it
+ * is production code.
+ */
+import * as path from "node:path"
+import { AttemptError, type WorkflowType } from "@bosun/actors/attempt/AttemptPorts"
+import { enqueueRun } from "@bosun/actors/jobs/RunQueue"
+import { wakeScheduler } from "@bosun/actors/scheduler/SchedulerEntity"
+import type { RunRequest } from "@bosun/domain"
+import { eventually } from "@bosun/testing"
+import {
+  freePort,
+  makeFixtures,
+  type RuntimeProcess,
+  runRequest,
+  startRuntime,
+  TOKEN
+} from "@bosun/testing/RuntimeProcess"
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { Duration, Effect, Layer, Stream } from "effect"
+import { SqlClient } from "effect/sql"
+import { BlobStore } from "../../src/storage/BlobStore.ts"
+import { layerTestCluster } from "../support/TestCluster.ts"
+
+const fixtures = makeFixtures()
+let runtime: RuntimeProcess
+
+beforeAll(async () => {
+  runtime = await startRuntime({
+    BOSUN_RUNTIME_DATA_DIR: path.join(fixtures.root, "data"),
+    BOSUN_RUNTIME_HEARTBEAT: "200 millis",
+    BOSUN_RUNTIME_CANCEL_GRACE: "500 millis",
+    BOSUN_RUNTIME_AGENTS: JSON.stringify({
+      writer: {
+        command: [
+          fixtures.script(
+            "writer.sh",
+            `echo "changed" >> app/README.md
+for i in 1 2 3 4 5; do echo "{\\"type\\":\\"step\\",\\"n\\":$i}"; done
+echo '{"type":"usage","input_tokens":10,"output_tokens":5}'
+echo '{"summary":"done"}' > "$BOSUN_OUTPUT_DIR/report.json"`
+          )
+        ]
+      },
+      sleeper: { command: [fixtures.script("sleeper.sh", `echo '{"type":"started"}'\nexec sleep 600`)] }
+    })
+  })
+})
+afterAll(async () => {
+  await runtime?.stop()
+})
+
+const SECRET_PROMPT = "prompt-that-must-only-be-sealed-7f3a"
+
+/** The test's workflow type: a CUSTOM profile named by the run's input; publishes once per attempt. */
+const testType = (failFirstPrepare: ReadonlySet<string>): WorkflowType => ({
+  lane: "AGENT",
+  prepare: (run) =>
+    Effect.gen(function* () {
+      if (run.attempt === 1 && failFirstPrepare.has(String(run.inputSnapshot.profile))) {
+        return yield* new AttemptError({ code: "flaky_upstream", message: "the upstream said 503", retryable: true })
+      }
+      return {
+        request: runRequest(fixtures, {
+          run_id: run.runId,
+          attempt_id: run.attemptId,
+          agent: { kind: "CUSTOM", profile: String(run.inputSnapshot.profile) },
+          prompt: SECRET_PROMPT
+        }) as unknown as RunRequest,
+        sandbox: { provider: "EXTERNAL_RUNTIME", instanceClass: "standard-2", egressTier: "STRICT" },
+        grants: [],
+        model: "fake/model",
+        provider: "fake"
+      }
+    }),
+  publish: ({ run, result, file }) =>
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const report = new TextDecoder().decode(yield* file("outputs/report.json"))
+      yield* sql`INSERT INTO test_published (attempt_id, status, report) VALUES (${run.attemptId}, ${result.status}, ${report})
+                 ON CONFLICT (attempt_id) DO UPDATE SET publishes = test_published.publishes + 1`.pipe(Effect.orDie)
+    }).pipe(Effect.provide(sqlLayer))
+})
+
+// The publish port runs where the workflow runs; the test's table lives in the same database.
+let sqlLayer: Layer.Layer<SqlClient.SqlClient>
+
+const runStatus = (runId: string) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const [row] = yield* sql<{ status: string }>`SELECT status FROM workflow_runs WHERE id = ${runId}`
+    return row?.status
+  })
+
+const cluster = (failFirstPrepare: ReadonlyArray<string> = []) =>
+  Layer.unwrap(
+    Effect.map(Effect.promise(freePort), (runnerPort) =>
+      layerTestCluster({
+        workflowTypes: { test_echo: testType(new Set(failFirstPrepare)) },
+        runtime: { url: runtime.base, token: TOKEN },
+        runnerPort
+      })
+    )
+  )
+
+const untilStatus = (runId: string, statuses: ReadonlyArray<string>) =>
+  eventually(runStatus(runId), (status) => status !== undefined && statuses.includes(status), Duration.seconds(30))
+
+describe("the run pipeline", () => {
+  it.live(
+    "claims a queued run, runs its attempt through the seven steps on the real runtime, flushes its events in order, and ends SUCCEEDED",
+    () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        sqlLayer = Layer.succeed(SqlClient.SqlClient, sql)
+        yield* sql`CREATE TABLE IF NOT EXISTS test_published (attempt_id text PRIMARY KEY, status text, report text,
+                   publishes integer NOT NULL DEFAULT 1)`
+        const [org] = yield* sql<{ id: string }>`INSERT INTO organizations (name) VALUES ('pipeline') RETURNING id`
+        const queued = yield* sql.withTransaction(
+          enqueueRun({
+            organizationId: org?.id ?? "",
+            repositoryId: null,
+            workflowType: "test_echo",
+            lane: "AGENT",
+            inputSnapshot: { profile: "writer" }
+          })
+        )
+        yield* wakeScheduler
+        assert.strictEqual(yield* untilStatus(queued.runId, ["SUCCEEDED", "FAILED", "CANCELLED"]), "SUCCEEDED")
+
+        const [job] = yield* sql<{ status: string; attempt: number }>`
+          SELECT status, attempt FROM jobs WHERE run_id = ${queued.runId}`
+        assert.deepStrictEqual(job, { status: "SUCCEEDED", attempt: 1 })
+        const [attempt] = yield* sql<{
+          id: string
+          status: string
+          sandbox_provider: string
+          sandbox_id: string
+          request_key: string
+          exit_reason: string
+          retryable: boolean
+        }>`SELECT id, status, sandbox_provider, sandbox_id, request_key, exit_reason, retryable
+           FROM workflow_attempts WHERE run_id = ${queued.runId}`
+        assert.deepStrictEqual(attempt, {
+          id: `${queued.runId}:1`,
+          status: "SUCCEEDED",
+          sandbox_provider: "EXTERNAL_RUNTIME",
+          sandbox_id: `external:${queued.runId}:1`,
+          request_key: `runs/${queued.runId}/1/request.enc`,
+          exit_reason: "succeeded",
+          retryable: false
+        })
+        const [run] = yield* sql<{
+          model: string
+          provider: string
+          sandbox_provider: string
+          started_at: Date | null
+          finished_at: Date | null
+          usage: Record<string, unknown>
+        }>`SELECT model, provider, sandbox_provider, started_at, finished_at, usage FROM workflow_runs WHERE id = ${queued.runId}`
+        assert.strictEqual(run?.model, "fake/model")
+        assert.strictEqual(run?.provider, "fake")
+        assert.strictEqual(run?.sandbox_provider, "EXTERNAL_RUNTIME")
+        assert.instanceOf(run?.started_at, Date)
+        assert.instanceOf(run?.finished_at, Date)
+        assert.strictEqual(run?.usage.input_tokens, 10)
+        assert.strictEqual(run?.usage.output_tokens, 5)
+        assert.strictEqual(run?.usage.attempts, 1)
+
+        // Each step ran once, in order.
+        const steps = yield* sql<{ step: string; status: string; executions: number }>`
+          SELECT step, status, executions FROM workflow_attempt_steps WHERE attempt_id = ${`${queued.runId}:1`}
+          ORDER BY started_at, step`
+        assert.deepStrictEqual(
+          steps.map((s) => [s.step, s.status, s.executions]),
+          [
+            ["prepare", "SUCCEEDED", 1],
+            ["acquire-sandbox", "SUCCEEDED", 1],
+            ["execute", "SUCCEEDED", 1],
+            ["publish", "SUCCEEDED", 1],
+            ["finish-attempt", "SUCCEEDED", 1],
+            ["release-sandbox", "SUCCEEDED", 1],
+            ["notify-scheduler", "SUCCEEDED", 1]
+          ]
+        )
+
+        // The runtime's events, renumbered per run from 1 without gaps, in the runtime's order.
+        const events = yield* sql<{ seq: string; attempt: number; type: string; data: unknown }>`
+          SELECT seq, attempt, type, data FROM workflow_events WHERE run_id = ${queued.runId} ORDER BY seq`
+        assert.deepStrictEqual(
+          events.map((e) => Number(e.seq)),
+          events.map((_, i) => i + 1)
+        )
+        assert.deepStrictEqual(
+          events.map((e) => e.type),
+          [
+            "run.phase",
+            "run.phase",
+            "agent.event",
+            "agent.event",
+            "agent.event",
+            "agent.event",
+            "agent.event",
+            "agent.event",
+            "run.phase",
+            "run.finished"
+          ]
+        )
+        assert.deepStrictEqual(events[2]?.data, { type: "step", n: 1 })
+        assert.isTrue(events.every((e) => e.attempt === 1))
+
+        // Published once, with the run's output file.
+        const published = yield* sql<{ status: string; report: string; publishes: number }>`
+          SELECT status, report, publishes FROM test_published WHERE attempt_id = ${`${queued.runId}:1`}`
+        assert.deepStrictEqual(published, [{ status: "SUCCEEDED", report: '{"summary":"done"}\n', publishes: 1 }])
+
+        // The run request is sealed at rest: its prompt is nowhere in the blob.
+        const blobs = yield* BlobStore
+        const head = yield* blobs.head(`runs/${queued.runId}/1/request.enc`)
+        assert.isTrue(head._tag === "Some")
+        const body = yield* blobs.get(`runs/${queued.runId}/1/request.enc`)
+        const sealed = Buffer.concat(Array.from(yield* Stream.runCollect(body))).toString("latin1")
+        assert.isAbove(sealed.length, SECRET_PROMPT.length)
+        assert.notInclude(sealed, SECRET_PROMPT)
+      }).pipe(Effect.provide(cluster())),
+    60_000
+  )
+})
