@@ -104,13 +104,15 @@ const stop = (child: ChildProcess) =>
 const main = async () => {
   const barePort = await freePort()
   const bosunPort = await freePort()
+  const runnerPort = await freePort()
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "bosun-bench-"))
   await fs.chmod(dataDir, 0o711)
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     BOSUN_PORT: String(bosunPort),
     BOSUN_DATA_DIR: dataDir,
-    BOSUN_EMBEDDED_RUNTIME_PORT: "0"
+    BOSUN_EMBEDDED_RUNTIME_PORT: "0",
+    BOSUN_RUNNER_PORT: String(runnerPort)
   }
   if (env.DATABASE_URL && !env.BOSUN_MASTER_KEY) env.BOSUN_MASTER_KEY = randomBytes(32).toString("base64")
 

@@ -6,6 +6,7 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { Effect } from "effect"
+import { freePort } from "../../src/persistence/EmbeddedPostgres.ts"
 
 export const mainScript = fileURLToPath(new URL("../../src/main.ts", import.meta.url))
 
@@ -27,14 +28,15 @@ export const cleanEnv = (env: Record<string, string>): NodeJS.ProcessEnv => {
 }
 
 /**
- * The server with `env`; its embedded runtime takes any free port unless `env` says otherwise, so
- * test servers running side by side do not contend for 8787.
+ * The server with `env`; its embedded runtime and its cluster runner take free ports unless `env`
+ * says otherwise, so test servers running side by side do not contend for 8787 and 34431.
  */
 export const spawnServer = (env: Record<string, string>) =>
   Effect.acquireRelease(
-    Effect.sync((): ServerProcess => {
+    Effect.gen(function* () {
+      const runnerPort = yield* Effect.orDie(freePort)
       const child = spawn(process.execPath, [mainScript], {
-        env: cleanEnv({ BOSUN_EMBEDDED_RUNTIME_PORT: "0", ...env }),
+        env: cleanEnv({ BOSUN_EMBEDDED_RUNTIME_PORT: "0", BOSUN_RUNNER_PORT: String(runnerPort), ...env }),
         stdio: ["ignore", "pipe", "pipe"]
       })
       let out = ""
@@ -42,7 +44,12 @@ export const spawnServer = (env: Record<string, string>) =>
       child.stdout?.on("data", (chunk: Buffer) => (out += chunk.toString()))
       child.stderr?.on("data", (chunk: Buffer) => (err += chunk.toString()))
       const exitedPromise = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
-      return { child, stdout: () => out, stderr: () => err, exited: Effect.promise(() => exitedPromise) }
+      return {
+        child,
+        stdout: () => out,
+        stderr: () => err,
+        exited: Effect.promise(() => exitedPromise)
+      } satisfies ServerProcess
     }),
     (server) =>
       Effect.suspend(() => {
