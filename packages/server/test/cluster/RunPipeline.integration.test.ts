@@ -7,7 +7,7 @@
  */
 import * as path from "node:path"
 import { AttemptError, type WorkflowType } from "@bosun/actors/attempt/AttemptPorts"
-import { enqueueRun } from "@bosun/actors/jobs/RunQueue"
+import { enqueueRun, requestCancel } from "@bosun/actors/jobs/RunQueue"
 import { wakeScheduler } from "@bosun/actors/scheduler/SchedulerEntity"
 import type { RunRequest } from "@bosun/domain"
 import { eventually } from "@bosun/testing"
@@ -225,6 +225,197 @@ describe("the run pipeline", () => {
         const sealed = Buffer.concat(Array.from(yield* Stream.runCollect(body))).toString("latin1")
         assert.isAbove(sealed.length, SECRET_PROMPT.length)
         assert.notInclude(sealed, SECRET_PROMPT)
+      }).pipe(Effect.provide(cluster())),
+    60_000
+  )
+
+  const setup = Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    sqlLayer = Layer.succeed(SqlClient.SqlClient, sql)
+    yield* sql`CREATE TABLE IF NOT EXISTS test_published (attempt_id text PRIMARY KEY, status text, report text,
+               publishes integer NOT NULL DEFAULT 1)`
+    const [org] = yield* sql<{ id: string }>`INSERT INTO organizations (name) VALUES ('pipeline') RETURNING id`
+    return { sql, organizationId: org?.id ?? "" }
+  })
+
+  const attemptsOf = (runId: string) =>
+    Effect.flatMap(
+      SqlClient.SqlClient,
+      (sql) => sql<{ attempt: number; status: string; exit_reason: string | null; retryable: boolean }>`
+        SELECT attempt, status, exit_reason, retryable FROM workflow_attempts WHERE run_id = ${runId} ORDER BY attempt`
+    )
+
+  it.live(
+    "an attempt that fails retryably is followed by a second one after the backoff, and the run succeeds",
+    () =>
+      Effect.gen(function* () {
+        const { sql, organizationId } = yield* setup
+        const queued = yield* enqueueRun({
+          organizationId,
+          repositoryId: null,
+          workflowType: "test_echo",
+          lane: "AGENT",
+          inputSnapshot: { profile: "writer" }
+        })
+        yield* wakeScheduler
+        assert.strictEqual(yield* untilStatus(queued.runId, ["SUCCEEDED", "FAILED"]), "SUCCEEDED")
+        assert.deepStrictEqual(yield* attemptsOf(queued.runId), [
+          { attempt: 1, status: "FAILED", exit_reason: "flaky_upstream", retryable: true },
+          { attempt: 2, status: "SUCCEEDED", exit_reason: "succeeded", retryable: false }
+        ])
+        const [job] = yield* sql<{
+          status: string
+          attempt: number
+        }>`SELECT status, attempt FROM jobs WHERE run_id = ${queued.runId}`
+        assert.deepStrictEqual(job, { status: "SUCCEEDED", attempt: 2 })
+        // The first attempt never reached a sandbox: its release step had nothing to release.
+        const steps = yield* sql<{ step: string; status: string }>`
+          SELECT step, status FROM workflow_attempt_steps WHERE attempt_id = ${`${queued.runId}:1`} ORDER BY started_at`
+        assert.deepStrictEqual(
+          steps.map((row) => [row.step, row.status]),
+          [
+            ["prepare", "FAILED"],
+            ["finish-attempt", "SUCCEEDED"],
+            ["release-sandbox", "SUCCEEDED"],
+            ["notify-scheduler", "SUCCEEDED"]
+          ]
+        )
+      }).pipe(Effect.provide(cluster(["writer"]))),
+    60_000
+  )
+
+  it.live(
+    "a run cancelled mid-execute stops its agent, releases its sandbox and ends CANCELLED",
+    () =>
+      Effect.gen(function* () {
+        const { sql, organizationId } = yield* setup
+        const queued = yield* enqueueRun({
+          organizationId,
+          repositoryId: null,
+          workflowType: "test_echo",
+          lane: "AGENT",
+          inputSnapshot: { profile: "sleeper" }
+        })
+        yield* wakeScheduler
+        // The agent is at work once its first event is stored.
+        yield* eventually(
+          sql<{
+            n: string
+          }>`SELECT count(*) AS n FROM workflow_events WHERE run_id = ${queued.runId} AND type = 'agent.event'`,
+          (rows) => Number(rows[0]?.n) > 0,
+          Duration.seconds(20)
+        )
+        assert.isTrue(yield* requestCancel(organizationId, queued.runId))
+        assert.strictEqual(yield* untilStatus(queued.runId, ["SUCCEEDED", "FAILED", "CANCELLED"]), "CANCELLED")
+        assert.deepStrictEqual(yield* attemptsOf(queued.runId), [
+          { attempt: 1, status: "CANCELLED", exit_reason: "cancelled", retryable: false }
+        ])
+        const [release] = yield* sql<{ status: string }>`
+          SELECT status FROM workflow_attempt_steps WHERE attempt_id = ${`${queued.runId}:1`} AND step = 'release-sandbox'`
+        assert.strictEqual(release?.status, "SUCCEEDED")
+        const [last] = yield* sql<{ type: string; data: { status: string } }>`
+          SELECT type, data FROM workflow_events WHERE run_id = ${queued.runId} ORDER BY seq DESC LIMIT 1`
+        assert.strictEqual(last?.type, "run.finished")
+        assert.strictEqual(last?.data.status, "CANCELLED")
+        assert.isFalse(yield* requestCancel(organizationId, queued.runId), "a finished run cannot be cancelled again")
+      }).pipe(Effect.provide(cluster())),
+    60_000
+  )
+
+  it.live(
+    "runs of one session run one at a time in order; queued reviews of one pull request keep only the newest",
+    () =>
+      Effect.gen(function* () {
+        const { sql, organizationId } = yield* setup
+        const session = yield* Effect.forEach([1, 2, 3], (n) =>
+          enqueueRun({
+            organizationId,
+            repositoryId: null,
+            workflowType: "test_echo",
+            lane: "AGENT",
+            sessionKey: "thread-1",
+            inputSnapshot: { profile: "writer", n }
+          })
+        )
+        const windowEnd = new Date(Date.now() + 1500)
+        const older = yield* enqueueRun({
+          organizationId,
+          repositoryId: null,
+          workflowType: "test_echo",
+          lane: "REVIEW",
+          batchKey: "repo-1#7",
+          headSha: "a".repeat(40),
+          notBefore: windowEnd,
+          inputSnapshot: { profile: "writer" }
+        })
+        const newer = yield* enqueueRun({
+          organizationId,
+          repositoryId: null,
+          workflowType: "test_echo",
+          lane: "REVIEW",
+          batchKey: "repo-1#7",
+          headSha: "b".repeat(40),
+          notBefore: windowEnd,
+          inputSnapshot: { profile: "writer" }
+        })
+        yield* wakeScheduler
+        for (const run of session)
+          assert.strictEqual(yield* untilStatus(run.runId, ["SUCCEEDED", "FAILED"]), "SUCCEEDED")
+        const spans = yield* sql<{ run_id: string; started_at: Date; finished_at: Date }>`
+          SELECT run_id, started_at, finished_at FROM workflow_attempts
+          WHERE run_id IN ${sql.in(session.map((run) => run.runId))} ORDER BY started_at`
+        assert.deepStrictEqual(
+          spans.map((row) => row.run_id),
+          session.map((run) => run.runId)
+        )
+        for (let i = 1; i < spans.length; i++) {
+          assert.isAtLeast(
+            spans[i]?.started_at.getTime() ?? 0,
+            spans[i - 1]?.finished_at.getTime() ?? Number.POSITIVE_INFINITY,
+            "the next run of the session starts after the previous one finished"
+          )
+        }
+
+        assert.strictEqual(yield* untilStatus(older.runId, ["CANCELLED"]), "CANCELLED")
+        assert.strictEqual(yield* untilStatus(newer.runId, ["SUCCEEDED", "FAILED"]), "SUCCEEDED")
+        const [superseded] = yield* sql<{ status: string; error_code: string }>`
+          SELECT j.status, r.error_code FROM jobs j JOIN workflow_runs r ON r.id = j.run_id WHERE j.run_id = ${older.runId}`
+        assert.deepStrictEqual(superseded, { status: "SUPERSEDED", error_code: "superseded" })
+        const [review] = yield* sql<{
+          started_at: Date
+        }>`SELECT started_at FROM workflow_attempts WHERE run_id = ${newer.runId}`
+        assert.isAtLeast(
+          review?.started_at.getTime() ?? 0,
+          windowEnd.getTime() - 50,
+          "not claimed while the batch window was open"
+        )
+      }).pipe(Effect.provide(cluster())),
+    90_000
+  )
+
+  it.live(
+    "an attempt whose worker vanished is failed by lease expiry and a second attempt succeeds",
+    () =>
+      Effect.gen(function* () {
+        const { sql, organizationId } = yield* setup
+        const queued = yield* enqueueRun({
+          organizationId,
+          repositoryId: null,
+          workflowType: "test_echo",
+          lane: "AGENT",
+          inputSnapshot: { profile: "writer" }
+        })
+        // As if a worker had claimed it long ago and died without its workflow ever starting.
+        yield* sql`UPDATE jobs SET status = 'RUNNING', attempt = 1, workflow_started = true WHERE run_id = ${queued.runId}`
+        yield* sql`INSERT INTO workflow_attempts (id, run_id, attempt, status, started_at, heartbeat_at)
+                   VALUES (${`${queued.runId}:1`}, ${queued.runId}, 1, 'RUNNING', now() - interval '1 hour',
+                           now() - interval '1 hour')`
+        yield* wakeScheduler
+        assert.strictEqual(yield* untilStatus(queued.runId, ["SUCCEEDED", "FAILED"]), "SUCCEEDED")
+        assert.deepStrictEqual(yield* attemptsOf(queued.runId), [
+          { attempt: 1, status: "FAILED", exit_reason: "lease_expired", retryable: true },
+          { attempt: 2, status: "SUCCEEDED", exit_reason: "succeeded", retryable: false }
+        ])
       }).pipe(Effect.provide(cluster())),
     60_000
   )
