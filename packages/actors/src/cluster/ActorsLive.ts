@@ -12,7 +12,7 @@
 import { NodeClusterSocket } from "@effect/platform-node"
 import { type Duration, Layer, Option } from "effect"
 import { ClusterWorkflowEngine, RunnerAddress } from "effect/cluster"
-import { type AttemptSettingsShape, AttemptSettings } from "../attempt/AttemptSettings.ts"
+import { AttemptSettings, type AttemptSettingsShape } from "../attempt/AttemptSettings.ts"
 import { RunAttemptWorkflowLive } from "../attempt/RunAttemptWorkflow.ts"
 import { RunEventsLive } from "../events/RunEvents.ts"
 import { layerScheduler, type SchedulerLayerSettings } from "../scheduler/Scheduler.ts"

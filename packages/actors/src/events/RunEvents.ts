@@ -37,19 +37,24 @@ interface EventRow {
   readonly created_at: Date
 }
 
-/** The run's stored events with `after < seq <= upTo` (no upper bound when `upTo` is undefined). */
+/**
+ * The run's stored events with `after < seq <= upTo` (no upper bound when `upTo` is undefined),
+ * oldest first, at most `limit` of them when given.
+ */
 export const readEvents = Effect.fn("RunEvents.read")(function* (
   organizationId: string,
   runId: string,
   after: number,
-  upTo?: number
+  upTo?: number,
+  limit?: number
 ) {
   const sql = yield* SqlClient.SqlClient
   const rows = yield* sql<EventRow>`
     SELECT seq, attempt, type, data, created_at FROM workflow_events
     WHERE organization_id = ${organizationId} AND run_id = ${runId} AND seq > ${after}
       ${upTo === undefined ? sql`` : sql`AND seq <= ${upTo}`}
-    ORDER BY seq`.pipe(Effect.orDie)
+    ORDER BY seq
+    ${limit === undefined ? sql`` : sql`LIMIT ${limit}`}`.pipe(Effect.orDie)
   return rows.map(
     (row): WorkflowEvent => ({
       seq: Number(row.seq),

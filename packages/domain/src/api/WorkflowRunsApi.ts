@@ -2,13 +2,19 @@
  * `GET /api/v1/organizations/{organization_id}/workflow-runs/{run_id}` (spec: Organization
  * endpoints): the run and its attempts; and
  * `GET .../workflow-runs?repository_id&pull_request_number&page_size` (issue 5, for the
- * dashboard): the runs newest first, the filters combined, `page_size` 1..100 (default 25). Both
- * for members of the organization.
+ * dashboard): the runs newest first, the filters combined, `page_size` 1..100 (default 25); and
+ * `GET .../workflow-runs/{run_id}/events/stream` (spec: Events 1): the run's events as
+ * Server-Sent Events — `id:` is the event's sequence number, `Last-Event-ID` (or `?after=`) resumes
+ * after it, and after about 55 s the stream ends with `event: reconnect`. A client that does not
+ * ask for `text/event-stream` and gives `?after=` gets the events after that sequence as JSON
+ * (the polling fallback). All for members of the organization.
  */
 import { Schema } from "effect"
-import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { Sse } from "effect/encoding"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
 import { BadRequest, NotFound } from "../ApiError.ts"
 import { PathId } from "../Ids.ts"
+import { WorkflowEvent } from "../Jobs.ts"
 import { PageSize } from "../PullRequest.ts"
 import { WorkflowRun, WorkflowRunDetail } from "../WorkflowRun.ts"
 import { SessionAuth } from "./Auth.ts"
@@ -21,6 +27,18 @@ export const PullRequestNumberQuery = Schema.NumberFromString.check(
   Schema.isInt(),
   Schema.isBetween({ minimum: 1, maximum: 2_147_483_647 })
 )
+
+/** A sequence number as the query string or `Last-Event-ID` carries it. */
+export const EventSeqQuery = Schema.NumberFromString.check(
+  Schema.isInt(),
+  Schema.isBetween({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })
+)
+
+/** The polling fallback's answer: the events after `after`, oldest first, at most a page. */
+export const WorkflowEventsPage = Schema.Struct({
+  data: Schema.Array(WorkflowEvent),
+  meta: Schema.Struct({ last_seq: Schema.Int })
+})
 
 export class WorkflowRunsApi extends HttpApiGroup.make("workflowRuns")
   .add(
@@ -38,6 +56,13 @@ export class WorkflowRunsApi extends HttpApiGroup.make("workflowRuns")
       params: { organization_id: PathId, run_id: PathId },
       success: Schema.Struct({ data: WorkflowRunDetail }),
       error: NotFound
+    }),
+    HttpApiEndpoint.get("events", "/organizations/:organization_id/workflow-runs/:run_id/events/stream", {
+      params: { organization_id: PathId, run_id: PathId },
+      query: { after: Schema.optional(EventSeqQuery) },
+      headers: { "last-event-id": Schema.optional(EventSeqQuery) },
+      success: [HttpApiSchema.StreamSse({ events: Sse.EventEncoded }), WorkflowEventsPage],
+      error: [NotFound, BadRequest]
     })
   )
   .middleware(SessionAuth)

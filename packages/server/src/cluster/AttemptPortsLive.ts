@@ -11,8 +11,8 @@
 import {
   AttemptError,
   MigrationGate,
-  type SealedAttempt,
   SandboxProviders,
+  type SealedAttempt,
   SealedRequests
 } from "@bosun/actors/attempt/AttemptPorts"
 import { RuntimeClient } from "@bosun/actors/runtime/RuntimeClient"
@@ -34,7 +34,8 @@ export const SealedRequestsLive = Layer.effect(
   Effect.gen(function* () {
     const secrets = yield* Secrets
     const blobs = yield* BlobStore
-    const unavailable = (message: string) => new AttemptError({ code: "blob_store_unavailable", message, retryable: true })
+    const unavailable = (message: string) =>
+      new AttemptError({ code: "blob_store_unavailable", message, retryable: true })
     return SealedRequests.of({
       write: (run, sealed) =>
         Effect.gen(function* () {
@@ -56,12 +57,14 @@ export const SealedRequestsLive = Layer.effect(
           const body = yield* blobs.get(key).pipe(Effect.mapError((error) => unavailable(error.message)))
           const chunks = yield* Stream.runCollect(body).pipe(Effect.mapError((error) => unavailable(error.message)))
           const envelope = Buffer.concat(Array.from(chunks))
-          const opened = yield* secrets.open(envelope, placeOf(run.attemptId, key)).pipe(
-            Effect.mapError(
-              (error) =>
-                new AttemptError({ code: "sealed_request_unreadable", message: error.message, retryable: false })
+          const opened = yield* secrets
+            .open(envelope, placeOf(run.attemptId, key))
+            .pipe(
+              Effect.mapError(
+                (error) =>
+                  new AttemptError({ code: "sealed_request_unreadable", message: error.message, retryable: false })
+              )
             )
-          )
           const parsed = JSON.parse(Redacted.value(opened)) as {
             readonly request: SealedAttempt["request"]
             readonly grants: ReadonlyArray<{ placeholder: string; value: string; hosts: ReadonlyArray<string> }>

@@ -13,5 +13,7 @@ import { layerWorkflowTypes } from "./WorkflowTypesLive.ts"
 
 export const layerClusterRunner = (types: Readonly<Record<string, WorkflowType>>) =>
   Layer.unwrap(Effect.map(AppConfig, (config) => layerActors(config.cluster))).pipe(
-    Layer.provide(Layer.mergeAll(SealedRequestsLive, MigrationGateLive, SandboxProvidersLive, layerWorkflowTypes(types)))
+    Layer.provide(
+      Layer.mergeAll(SealedRequestsLive, MigrationGateLive, SandboxProvidersLive, layerWorkflowTypes(types))
+    )
   )

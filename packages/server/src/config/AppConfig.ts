@@ -121,6 +121,8 @@ export interface AppSettings {
   }
   /** This process as a cluster runner, the Scheduler's lanes and leases, the attempts' pacing. */
   readonly cluster: ClusterSettings
+  /** How long one live run stream lasts before `event: reconnect` (spec: about 55 s). */
+  readonly sseStreamDuration: Duration.Duration
 }
 
 const duration = (name: string, fallback: Duration.Duration) => Config.Duration(name).pipe(Config.withDefault(fallback))
@@ -295,7 +297,8 @@ export const appConfig: Config.Config<AppSettings> = Config.all({
   composioApiUrl: composioApiUrlConfig,
   composioApiKey: optionalRedacted("BOSUN_COMPOSIO_API_KEY"),
   runtime: runtimeConfig,
-  cluster: clusterConfig
+  cluster: clusterConfig,
+  sseStreamDuration: duration("BOSUN_SSE_STREAM_DURATION", Duration.seconds(55))
 }).pipe(
   Config.map(({ baseUrl, ...rest }) => ({
     ...rest,

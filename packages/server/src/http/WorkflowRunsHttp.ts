@@ -1,13 +1,26 @@
 /**
- * `GET .../workflow-runs/{run_id}` (spec: Organization endpoints): the run and its attempts; and
+ * `GET .../workflow-runs/{run_id}` (spec: Organization endpoints): the run and its attempts;
  * `GET .../workflow-runs?repository_id&pull_request_number&page_size` (issue 5): the runs newest
- * first, the filters combined, `page_size` 1..100 (default 25). Members only.
+ * first, the filters combined, `page_size` 1..100 (default 25); and the live run stream
+ * `GET .../workflow-runs/{run_id}/events/stream` (spec: Events 1), served from the run's RunEvents
+ * entity wherever in the cluster it lives: `id:` is the event's sequence, `Last-Event-ID` wins
+ * over `?after=` (a reconnecting EventSource sends the one and repeats the other), and after
+ * `BOSUN_SSE_STREAM_DURATION` (55 s) the stream ends with `event: reconnect`. Without
+ * `Accept: text/event-stream` but with `?after=`, the answer is the next page of events as JSON.
+ * Members only.
  */
-import { BosunApi, DEFAULT_PAGE_SIZE, ErrorCodes, NotFound } from "@bosun/domain"
-import { Effect, Option } from "effect"
+import { RunEvents, readEvents } from "@bosun/actors/events/RunEvents"
+import { BosunApi, DEFAULT_PAGE_SIZE, ErrorCodes, NotFound, type WorkflowEvent } from "@bosun/domain"
+import { Effect, Option, Stream } from "effect"
+import { HttpServerRequest } from "effect/http"
+import { SqlClient } from "effect/sql"
+import { AppConfig } from "../config/AppConfig.ts"
 import { WorkflowRunsRepo } from "../persistence/WorkflowRunsRepo.ts"
 import { group } from "./ApiGroup.ts"
 import { OrgAccess } from "./OrgAccess.ts"
+
+/** The most events one polling answer carries. */
+const EVENTS_PAGE = 500
 
 export const WorkflowRunsHttp = group(
   BosunApi,
@@ -15,6 +28,10 @@ export const WorkflowRunsHttp = group(
   Effect.fn(function* (handlers) {
     const access = yield* OrgAccess
     const runs = yield* WorkflowRunsRepo
+    const config = yield* AppConfig
+    const sql = yield* SqlClient.SqlClient
+    const runEvents = yield* RunEvents.client
+    const toSse = (event: WorkflowEvent) => ({ id: String(event.seq), event: "message", data: JSON.stringify(event) })
     return handlers
       .handle("list", ({ params, query }) =>
         Effect.gen(function* () {
@@ -35,6 +52,34 @@ export const WorkflowRunsHttp = group(
             return yield* NotFound.fromCode(ErrorCodes.notFound, "No workflow run has this id in this organization")
           }
           return { data: { attempts: found.value.attempts, run: found.value.run } }
+        })
+      )
+      .handle("events", ({ params, query, headers }) =>
+        Effect.gen(function* () {
+          yield* access.member(params.organization_id)
+          const found = yield* runs.find(params.organization_id, params.run_id)
+          if (Option.isNone(found)) {
+            return yield* NotFound.fromCode(ErrorCodes.notFound, "No workflow run has this id in this organization")
+          }
+          const after = headers["last-event-id"] ?? query.after ?? 0
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const wantsSse = (request.headers.accept ?? "").includes("text/event-stream")
+          if (!wantsSse && query.after !== undefined) {
+            const data = yield* Effect.provideService(
+              readEvents(params.organization_id, params.run_id, after, undefined, EVENTS_PAGE),
+              SqlClient.SqlClient,
+              sql
+            )
+            return { data, meta: { last_seq: data[data.length - 1]?.seq ?? after } }
+          }
+          return runEvents(params.run_id)
+            .Subscribe({ organizationId: params.organization_id, after })
+            .pipe(
+              Stream.map(toSse),
+              Stream.interruptWhen(Effect.sleep(config.sseStreamDuration)),
+              Stream.concat(Stream.make({ id: undefined, event: "reconnect", data: "" })),
+              Stream.orDie
+            )
         })
       )
   })

@@ -41,14 +41,10 @@ const HEALTH_ENDPOINTS = [
 ] as const
 
 /**
- * Spec endpoints whose issue has not landed yet: the run event stream (issue 7, the cluster's
- * RunEvents) and the Linear webhook (issue 9). Asserted absent, so that serving one without
- * moving it out of this list fails here.
+ * Spec endpoints whose issue has not landed yet: the Linear webhook (issue 9). Asserted absent,
+ * so that serving one without moving it out of this list fails here.
  */
-const PENDING = new Set([
-  "GET /organizations/{organization_id}/workflow-runs/{run_id}/events/stream",
-  "POST /linear/webhooks"
-])
+const PENDING = new Set(["POST /linear/webhooks"])
 
 interface OpenApiDocument {
   readonly openapi: string

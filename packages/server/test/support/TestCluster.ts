@@ -4,20 +4,16 @@
  * the real runtime process as its EXTERNAL_RUNTIME, sealed requests in a temporary blob store, and
  * the workflow types the test registers through the port.
  */
-import * as fs from "node:fs"
-import * as os from "node:os"
-import * as path from "node:path"
 import type { WorkflowType } from "@bosun/actors/attempt/AttemptPorts"
 import { LogCapture, TestDatabase } from "@bosun/testing"
-import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { Context, Layer, Option, Redacted } from "effect"
 import { layerClusterRunner } from "../../src/cluster/ClusterLive.ts"
 import { AppConfig, type AppSettings } from "../../src/config/AppConfig.ts"
 import { Migrator } from "../../src/persistence/Migrator.ts"
 import { AgentRuntime } from "../../src/runtime/AgentRuntime.ts"
 import { AppServicesLive } from "../../src/Server.ts"
-import { layerFileSystem } from "../../src/storage/BlobStoreFileSystem.ts"
 import { layerMemory } from "../../src/storage/CacheMemory.ts"
-import { layerTestSecrets, testSettings } from "./TestServer.ts"
+import { layerTemporaryBlobStore, layerTestSecrets, testSettings } from "./TestServer.ts"
 
 export interface TestClusterOptions {
   readonly workflowTypes: Readonly<Record<string, WorkflowType>>
@@ -27,7 +23,6 @@ export interface TestClusterOptions {
 }
 
 export const layerTestCluster = (options: TestClusterOptions) => {
-  const blobRoot = fs.mkdtempSync(path.join(os.tmpdir(), "bosun-cluster-blobs-"))
   const base = testSettings({
     runtime: {
       external: Option.some({ url: new URL(options.runtime.url), token: Redacted.make(options.runtime.token) }),
@@ -42,17 +37,12 @@ export const layerTestCluster = (options: TestClusterOptions) => {
   return layerClusterRunner(options.workflowTypes).pipe(
     Layer.provideMerge(AgentRuntime.layer),
     Layer.provideMerge(AppServicesLive),
-    Layer.provideMerge(Layer.mergeAll(layerFileSystem(blobRoot), layerMemory)),
+    Layer.provideMerge(Layer.mergeAll(layerTemporaryBlobStore, layerMemory)),
     Layer.provideMerge(Migrator.layer),
     Layer.tap((context) => Context.get(context, Migrator).awaitReady),
     Layer.provideMerge(layerTestSecrets()),
     Layer.provideMerge(Layer.succeed(AppConfig, AppConfig.of(settings))),
     Layer.provideMerge(TestDatabase.layer),
-    Layer.provideMerge(LogCapture.layer),
-    Layer.merge(
-      Layer.effectDiscard(
-        Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(blobRoot, { recursive: true, force: true })))
-      )
-    )
+    Layer.provideMerge(LogCapture.layer)
   )
 }

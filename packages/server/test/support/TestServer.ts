@@ -4,18 +4,24 @@
  */
 
 import { randomBytes } from "node:crypto"
+import * as fs from "node:fs"
 import { createServer } from "node:http"
+import * as os from "node:os"
+import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { LogCapture, TestDatabase } from "@bosun/testing"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import { NetAddress } from "effect/net"
+import { layerClusterRunner } from "../../src/cluster/ClusterLive.ts"
 import { AppConfig, type AppSettings, type MasterKeySettings } from "../../src/config/AppConfig.ts"
 import { InstanceSecrets } from "../../src/config/InstanceSecrets.ts"
 import { ApiRoutes } from "../../src/http/HttpApp.ts"
 import { Migrator } from "../../src/persistence/Migrator.ts"
-import { AppProvidersLive, AppServicesLive, HttpLive } from "../../src/Server.ts"
+import { AgentRuntime } from "../../src/runtime/AgentRuntime.ts"
+import { AppProvidersLive, AppServicesLive, HttpLive, WORKFLOW_TYPES } from "../../src/Server.ts"
+import { layerFileSystem } from "../../src/storage/BlobStoreFileSystem.ts"
 import { layerMemory } from "../../src/storage/CacheMemory.ts"
 
 export const migrationsDir = fileURLToPath(new URL("../../../../sql/", import.meta.url))
@@ -45,7 +51,12 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
   githubApiUrl: new URL("http://127.0.0.1:9/api/v3"),
   composioApiUrl: new URL("http://127.0.0.1:9"),
   composioApiKey: Option.none(),
-  runtime: { external: Option.none(), embeddedPort: 0 },
+  // A runtime nobody listens on: test servers launch no agent runtime of their own.
+  runtime: {
+    external: Option.some({ url: new URL("http://127.0.0.1:9"), token: Redacted.make("runtime-token-unused-0123") }),
+    embeddedPort: 0
+  },
+  sseStreamDuration: Duration.seconds(55),
   cluster: {
     runnerAddress: { host: "127.0.0.1", port: 0 },
     shardLockExpiration: Duration.seconds(5),
@@ -92,6 +103,17 @@ export const layerTestSecrets = (options: TestSecretsOptions = {}) =>
     })
   )
 
+/** A blob store in a temporary directory, removed with the layer. */
+export const layerTemporaryBlobStore = Layer.unwrap(
+  Effect.map(
+    Effect.acquireRelease(
+      Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "bosun-test-blobs-"))),
+      (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+    ),
+    layerFileSystem
+  )
+)
+
 /** The server's HTTP stack with `extra` routes beside the API; needs a `SqlClient`. */
 export const layerHttp = <A = never, E = never, R = never>(options: {
   readonly extra?: Layer.Layer<A, E, R>
@@ -100,9 +122,11 @@ export const layerHttp = <A = never, E = never, R = never>(options: {
 }) =>
   HttpLive(options.extra ? Layer.mergeAll(ApiRoutes, options.extra) : ApiRoutes).pipe(
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
+    Layer.provideMerge(layerClusterRunner(WORKFLOW_TYPES)),
     Layer.provideMerge(AppProvidersLive),
     Layer.provideMerge(AppServicesLive),
-    Layer.provideMerge(layerMemory),
+    Layer.provideMerge(AgentRuntime.layer),
+    Layer.provideMerge(Layer.mergeAll(layerMemory, layerTemporaryBlobStore)),
     Layer.provideMerge(Migrator.layer),
     Layer.provideMerge(layerTestSecrets(options.secrets)),
     Layer.provide(Layer.succeed(AppConfig, AppConfig.of(testSettings(options.settings))))

@@ -1,0 +1,211 @@
+/**
+ * The live run stream (spec: Events 1; issue 7) with a real EventSource client (npm
+ * `eventsource`) against the test server: events are written the way an attempt writes them —
+ * committed to `workflow_events` by the fenced flush, then published to the run's RunEvents
+ * entity — and read back over SSE: a late client gets the ring then live events; a client that
+ * asks for more than the ring holds gets the rest from the database; reconnects across the
+ * stream's end (shortened to 1 s here) lose and duplicate nothing; `?after=` without SSE is the
+ * JSON polling fallback; 401 and 404 as for every organization route.
+ */
+import type { AttemptRun } from "@bosun/actors/attempt/AttemptPorts"
+import { flushEvents } from "@bosun/actors/attempt/AttemptRecords"
+import { RING_SIZE, RunEvents } from "@bosun/actors/events/RunEvents"
+import type { RunEvent, WorkflowEvent } from "@bosun/domain"
+import { eventually } from "@bosun/testing"
+import { assert, layer } from "@effect/vitest"
+import { Duration, Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { EventSource } from "eventsource"
+import { WorkflowRunsRepo } from "../../src/persistence/WorkflowRunsRepo.ts"
+import { errorCode, signIn } from "../support/Identity.ts"
+import { baseUrl, layerTestServer, request } from "../support/TestServer.ts"
+
+/** A run of `org` with a running first attempt, and a writer of its events the way attempts write them. */
+const runWithWriter = (org: string) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const runs = yield* WorkflowRunsRepo
+    const member = yield* signIn(`${org}-member`, [[org, "MEMBER"]])
+    const created = yield* runs.create(org, { workflowType: "test_stream", repositoryId: null })
+    yield* sql`INSERT INTO workflow_attempts (id, run_id, attempt, status, started_at, heartbeat_at)
+               VALUES (${`${created.id}:1`}, ${created.id}, 1, 'RUNNING', now(), now())`
+    const run: AttemptRun = {
+      organizationId: org,
+      runId: created.id,
+      attempt: 1,
+      attemptId: `${created.id}:1`,
+      workflowType: "test_stream",
+      repositoryId: null,
+      headSha: null,
+      baseSha: null,
+      pullRequestNumber: null,
+      inputSnapshot: {}
+    }
+    const publisher = (yield* RunEvents.client)(created.id)
+    let runtimeSeq = 0
+    /** Commits `count` runtime events, then publishes them: what the execute step does. */
+    const emit = (count: number) =>
+      Effect.gen(function* () {
+        const events: Array<RunEvent> = Array.from({ length: count }, (_, i) => ({
+          seq: runtimeSeq + i + 1,
+          at: new Date().toISOString(),
+          type: "agent.event",
+          data: { n: runtimeSeq + i + 1 }
+        }))
+        const written = yield* flushEvents(run, runtimeSeq, events)
+        assert.isDefined(written)
+        runtimeSeq += count
+        yield* publisher.Publish({ events: written ?? [] })
+      })
+    return { member, runId: created.id, emit }
+  })
+
+interface Received {
+  readonly ids: Array<number>
+  readonly data: Array<WorkflowEvent>
+  reconnects: number
+  opens: number
+  close: () => void
+}
+
+/** An EventSource on the run's stream with the member's cookie, collecting what it receives. */
+const listen = (org: string, runId: string, cookie: string, query = "") =>
+  Effect.gen(function* () {
+    const base = yield* baseUrl
+    const received: Received = { ids: [], data: [], reconnects: 0, opens: 0, close: () => undefined }
+    const source = new EventSource(`${base}/api/v1/organizations/${org}/workflow-runs/${runId}/events/stream${query}`, {
+      fetch: (input, init) => fetch(input, { ...init, headers: { ...init.headers, cookie } })
+    })
+    source.onopen = () => {
+      received.opens++
+    }
+    source.onmessage = (message) => {
+      received.ids.push(Number(message.lastEventId))
+      received.data.push(JSON.parse(message.data) as WorkflowEvent)
+    }
+    source.addEventListener("reconnect", () => {
+      received.reconnects++
+    })
+    received.close = () => source.close()
+    yield* Effect.addFinalizer(() => Effect.sync(() => source.close()))
+    return received
+  })
+
+const upTo = (n: number) => Array.from({ length: n }, (_, i) => i + 1)
+
+// The test server, its streams ending every second so that reconnects happen within a test.
+layer(layerTestServer({ settings: { sseStreamDuration: Duration.seconds(1) } }), { excludeTestServices: true })(
+  "the live run stream",
+  (it) => {
+    it.effect(
+      "a client that connects late gets the ring's events, then live ones, in order, once each",
+      () =>
+        Effect.gen(function* () {
+          const { member, runId, emit } = yield* runWithWriter("stream-late")
+          yield* emit(20)
+          const received = yield* listen("stream-late", runId, member.cookie)
+          yield* eventually(
+            Effect.sync(() => received.ids.length),
+            (n) => n === 20
+          )
+          yield* emit(10)
+          yield* eventually(
+            Effect.sync(() => received.ids.length),
+            (n) => n >= 30
+          )
+          assert.deepStrictEqual(received.ids, upTo(30))
+          assert.deepStrictEqual(
+            received.data.map((event) => [event.seq, event.attempt, event.type, (event.data as { n: number }).n]),
+            upTo(30).map((n) => [n, 1, "agent.event", n])
+          )
+        }).pipe(Effect.scoped),
+      30_000
+    )
+
+    it.effect(
+      "a client asking for events older than the ring gets them from the database, then the ring",
+      () =>
+        Effect.gen(function* () {
+          const { member, runId, emit } = yield* runWithWriter("stream-old")
+          for (let i = 0; i < 6; i++) yield* emit(100)
+          const received = yield* listen("stream-old", runId, member.cookie, "?after=0")
+          yield* eventually(
+            Effect.sync(() => received.ids.length),
+            (n) => n >= 600,
+            Duration.seconds(20)
+          )
+          assert.isAbove(600, RING_SIZE)
+          assert.deepStrictEqual(received.ids, upTo(600))
+          // A client resuming from the middle gets exactly the rest.
+          const resumed = yield* listen("stream-old", runId, member.cookie, "?after=550")
+          yield* eventually(
+            Effect.sync(() => resumed.ids.length),
+            (n) => n >= 50
+          )
+          assert.deepStrictEqual(
+            resumed.ids,
+            upTo(50).map((n) => n + 550)
+          )
+        }).pipe(Effect.scoped),
+      30_000
+    )
+
+    it.effect(
+      "reconnects across the end of each stream lose and duplicate nothing",
+      () =>
+        Effect.gen(function* () {
+          const { member, runId, emit } = yield* runWithWriter("stream-reconnect")
+          const received = yield* listen("stream-reconnect", runId, member.cookie)
+          // Events keep coming while streams end every second and the client comes back with Last-Event-ID.
+          for (let i = 0; i < 25; i++) {
+            yield* emit(4)
+            yield* Effect.sleep(Duration.millis(200))
+          }
+          yield* eventually(
+            Effect.sync(() => received.ids.length),
+            (n) => n >= 100,
+            Duration.seconds(20)
+          )
+          assert.isAtLeast(received.reconnects, 2, "the stream ended with event: reconnect more than once")
+          assert.isAtLeast(received.opens, 3)
+          assert.deepStrictEqual(received.ids, upTo(100))
+        }).pipe(Effect.scoped),
+      60_000
+    )
+
+    it.effect(
+      "without SSE, ?after= answers the next events as JSON; no cookie is 401; another organization's run is 404",
+      () =>
+        Effect.gen(function* () {
+          const { member, runId, emit } = yield* runWithWriter("stream-poll")
+          yield* signIn("stream-poll-outsider", [["stream-poll-other", "MEMBER"]])
+          const outsider = yield* signIn("stream-poll-outsider", [])
+          yield* emit(12)
+          const path = `/api/v1/organizations/stream-poll/workflow-runs/${runId}/events/stream`
+          const page = yield* request(`${path}?after=5`, { headers: { cookie: member.cookie } })
+          assert.strictEqual(page.status, 200, page.text)
+          const body = page.json as { data: ReadonlyArray<WorkflowEvent>; meta: { last_seq: number } }
+          assert.deepStrictEqual(
+            body.data.map((event) => event.seq),
+            [6, 7, 8, 9, 10, 11, 12]
+          )
+          assert.deepStrictEqual(body.data[0]?.data, { n: 6 })
+          assert.strictEqual(body.meta.last_seq, 12)
+          const empty = yield* request(`${path}?after=12`, { headers: { cookie: member.cookie } })
+          assert.deepStrictEqual(empty.json, { data: [], meta: { last_seq: 12 } })
+
+          const anonymous = yield* request(`${path}?after=0`)
+          assert.strictEqual(anonymous.status, 401)
+          const foreign = yield* request(`${path}?after=0`, { headers: { cookie: outsider.cookie } })
+          assert.strictEqual(foreign.status, 404)
+          assert.strictEqual(errorCode(foreign.json), "not_found")
+          const missing = yield* request(`/api/v1/organizations/stream-poll/workflow-runs/nope/events/stream?after=0`, {
+            headers: { cookie: member.cookie }
+          })
+          assert.strictEqual(missing.status, 404)
+          const bad = yield* request(`${path}?after=-1`, { headers: { cookie: member.cookie } })
+          assert.strictEqual(bad.status, 400)
+        })
+    )
+  }
+)
