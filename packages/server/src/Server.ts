@@ -11,11 +11,13 @@
 import * as fs from "node:fs/promises"
 import { createServer } from "node:http"
 import * as path from "node:path"
+import type { WorkflowTypes } from "@bosun/actors/attempt/AttemptPorts"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import { NetAddress } from "effect/net"
 import { layerClusterRunner } from "./cluster/ClusterLive.ts"
+import { WorkflowTypesLive } from "./cluster/WorkflowTypesLive.ts"
 import { AppConfig } from "./config/AppConfig.ts"
 import { InstanceSecrets } from "./config/InstanceSecrets.ts"
 import { SecretRotation } from "./crypto/SecretRotation.ts"
@@ -163,19 +165,21 @@ const Announce = Layer.effectDiscard(
   })
 )
 
-/** The workflow types production runs (see `cluster/WorkflowTypesLive.ts`). */
-export const WORKFLOW_TYPES = {}
+/** The whole server with these workflow types (production: `WorkflowTypesLive`). */
+export const makeServerLive = <E, R>(workflowTypes: Layer.Layer<WorkflowTypes, E, R>) =>
+  Announce.pipe(
+    // The server starts listening only once everything its routes use is built: a request that
+    // arrived before the routes were installed would never be answered.
+    Layer.provideMerge(HttpLive(ApiRoutes).pipe(Layer.provideMerge(NodeServerLive))),
+    Layer.provideMerge(layerClusterRunner(workflowTypes)),
+    Layer.provideMerge(AppProvidersLive),
+    Layer.provideMerge(AppServicesLive),
+    Layer.provideMerge(StorageLive),
+    Layer.provideMerge(AgentRuntime.layer),
+    Layer.provideMerge(Migrator.layer),
+    Layer.provide(DatabaseLive),
+    Layer.provideMerge(InstanceSecrets.layer),
+    Layer.provideMerge(AppConfig.layer)
+  )
 
-export const ServerLive = Announce.pipe(
-  Layer.provideMerge(HttpLive(ApiRoutes)),
-  Layer.provideMerge(layerClusterRunner(WORKFLOW_TYPES)),
-  Layer.provideMerge(AppProvidersLive),
-  Layer.provideMerge(AppServicesLive),
-  Layer.provideMerge(StorageLive),
-  Layer.provide(NodeServerLive),
-  Layer.provideMerge(AgentRuntime.layer),
-  Layer.provideMerge(Migrator.layer),
-  Layer.provide(DatabaseLive),
-  Layer.provideMerge(InstanceSecrets.layer),
-  Layer.provideMerge(AppConfig.layer)
-)
+export const ServerLive = makeServerLive(WorkflowTypesLive)

@@ -2,18 +2,16 @@
  * This server process as a cluster runner (DESIGN: Actors and workflows): Bosun's entities and
  * workflows from `@bosun/actors` over this instance's Postgres, with the server's ports — sealed
  * requests in the blob store, the sandbox providers, the Migrator's gate — and the workflow types
- * given. Needs a SqlClient, Secrets, the BlobStore, the Migrator and the AgentRuntime.
+ * given (production: `WorkflowTypesLive`). Needs a SqlClient, Secrets, the BlobStore, the Migrator
+ * and the AgentRuntime, and whatever the workflow types need.
  */
-import type { WorkflowType } from "@bosun/actors/attempt/AttemptPorts"
+import type { WorkflowTypes } from "@bosun/actors/attempt/AttemptPorts"
 import { layerActors } from "@bosun/actors/cluster/ActorsLive"
 import { Effect, Layer } from "effect"
 import { AppConfig } from "../config/AppConfig.ts"
 import { MigrationGateLive, SandboxProvidersLive, SealedRequestsLive } from "./AttemptPortsLive.ts"
-import { layerWorkflowTypes } from "./WorkflowTypesLive.ts"
 
-export const layerClusterRunner = (types: Readonly<Record<string, WorkflowType>>) =>
+export const layerClusterRunner = <E, R>(workflowTypes: Layer.Layer<WorkflowTypes, E, R>) =>
   Layer.unwrap(Effect.map(AppConfig, (config) => layerActors(config.cluster))).pipe(
-    Layer.provide(
-      Layer.mergeAll(SealedRequestsLive, MigrationGateLive, SandboxProvidersLive, layerWorkflowTypes(types))
-    )
+    Layer.provide(Layer.mergeAll(SealedRequestsLive, MigrationGateLive, SandboxProvidersLive, workflowTypes))
   )

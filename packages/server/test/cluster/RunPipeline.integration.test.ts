@@ -22,6 +22,7 @@ import {
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Duration, Effect, Layer, Stream } from "effect"
 import { SqlClient } from "effect/sql"
+import { layerWorkflowTypes } from "../../src/cluster/WorkflowTypesLive.ts"
 import { BlobStore } from "../../src/storage/BlobStore.ts"
 import { layerTestCluster } from "../support/TestCluster.ts"
 
@@ -56,7 +57,7 @@ afterAll(async () => {
 const SECRET_PROMPT = "prompt-that-must-only-be-sealed-7f3a"
 
 /** The test's workflow type: a CUSTOM profile named by the run's input; publishes once per attempt. */
-const testType = (failFirstPrepare: ReadonlySet<string>): WorkflowType => ({
+const testType = (failFirstPrepare: ReadonlySet<string>, sql: SqlClient.SqlClient): WorkflowType => ({
   lane: "AGENT",
   prepare: (run) =>
     Effect.gen(function* () {
@@ -78,15 +79,11 @@ const testType = (failFirstPrepare: ReadonlySet<string>): WorkflowType => ({
     }),
   publish: ({ run, result, file }) =>
     Effect.gen(function* () {
-      const sql = yield* SqlClient.SqlClient
       const report = new TextDecoder().decode(yield* file("outputs/report.json"))
       yield* sql`INSERT INTO test_published (attempt_id, status, report) VALUES (${run.attemptId}, ${result.status}, ${report})
                  ON CONFLICT (attempt_id) DO UPDATE SET publishes = test_published.publishes + 1`.pipe(Effect.orDie)
-    }).pipe(Effect.provide(sqlLayer))
+    })
 })
-
-// The publish port runs where the workflow runs; the test's table lives in the same database.
-let sqlLayer: Layer.Layer<SqlClient.SqlClient>
 
 const runStatus = (runId: string) =>
   Effect.gen(function* () {
@@ -99,7 +96,9 @@ const cluster = (failFirstPrepare: ReadonlyArray<string> = []) =>
   Layer.unwrap(
     Effect.map(Effect.promise(freePort), (runnerPort) =>
       layerTestCluster({
-        workflowTypes: { test_echo: testType(new Set(failFirstPrepare)) },
+        workflowTypes: layerWorkflowTypes(
+          Effect.map(SqlClient.SqlClient, (sql) => ({ test_echo: testType(new Set(failFirstPrepare), sql) }))
+        ),
         runtime: { url: runtime.base, token: TOKEN },
         runnerPort
       })
@@ -115,7 +114,6 @@ describe("the run pipeline", () => {
     () =>
       Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
-        sqlLayer = Layer.succeed(SqlClient.SqlClient, sql)
         yield* sql`CREATE TABLE IF NOT EXISTS test_published (attempt_id text PRIMARY KEY, status text, report text,
                    publishes integer NOT NULL DEFAULT 1)`
         const [org] = yield* sql<{ id: string }>`INSERT INTO organizations (name) VALUES ('pipeline') RETURNING id`
@@ -231,7 +229,6 @@ describe("the run pipeline", () => {
 
   const setup = Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    sqlLayer = Layer.succeed(SqlClient.SqlClient, sql)
     yield* sql`CREATE TABLE IF NOT EXISTS test_published (attempt_id text PRIMARY KEY, status text, report text,
                publishes integer NOT NULL DEFAULT 1)`
     const [org] = yield* sql<{ id: string }>`INSERT INTO organizations (name) VALUES ('pipeline') RETURNING id`

@@ -4,9 +4,10 @@
  * the real runtime process as its EXTERNAL_RUNTIME, sealed requests in a temporary blob store, and
  * the workflow types the test registers through the port.
  */
-import type { WorkflowType } from "@bosun/actors/attempt/AttemptPorts"
+import type { WorkflowTypes } from "@bosun/actors/attempt/AttemptPorts"
 import { LogCapture, TestDatabase } from "@bosun/testing"
 import { Context, Layer, Option, Redacted } from "effect"
+import type { SqlClient } from "effect/sql"
 import { layerClusterRunner } from "../../src/cluster/ClusterLive.ts"
 import { AppConfig, type AppSettings } from "../../src/config/AppConfig.ts"
 import { Migrator } from "../../src/persistence/Migrator.ts"
@@ -16,7 +17,7 @@ import { layerMemory } from "../../src/storage/CacheMemory.ts"
 import { layerTemporaryBlobStore, layerTestSecrets, testSettings } from "./TestServer.ts"
 
 export interface TestClusterOptions {
-  readonly workflowTypes: Readonly<Record<string, WorkflowType>>
+  readonly workflowTypes: Layer.Layer<WorkflowTypes, never, SqlClient.SqlClient>
   readonly runtime: { readonly url: string; readonly token: string }
   readonly runnerPort: number
   readonly settings?: (base: AppSettings) => AppSettings

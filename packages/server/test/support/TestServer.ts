@@ -15,12 +15,13 @@ import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import { NetAddress } from "effect/net"
 import { layerClusterRunner } from "../../src/cluster/ClusterLive.ts"
+import { WorkflowTypesLive } from "../../src/cluster/WorkflowTypesLive.ts"
 import { AppConfig, type AppSettings, type MasterKeySettings } from "../../src/config/AppConfig.ts"
 import { InstanceSecrets } from "../../src/config/InstanceSecrets.ts"
 import { ApiRoutes } from "../../src/http/HttpApp.ts"
 import { Migrator } from "../../src/persistence/Migrator.ts"
 import { AgentRuntime } from "../../src/runtime/AgentRuntime.ts"
-import { AppProvidersLive, AppServicesLive, HttpLive, WORKFLOW_TYPES } from "../../src/Server.ts"
+import { AppProvidersLive, AppServicesLive, HttpLive } from "../../src/Server.ts"
 import { layerFileSystem } from "../../src/storage/BlobStoreFileSystem.ts"
 import { layerMemory } from "../../src/storage/CacheMemory.ts"
 
@@ -122,7 +123,7 @@ export const layerHttp = <A = never, E = never, R = never>(options: {
 }) =>
   HttpLive(options.extra ? Layer.mergeAll(ApiRoutes, options.extra) : ApiRoutes).pipe(
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
-    Layer.provideMerge(layerClusterRunner(WORKFLOW_TYPES)),
+    Layer.provideMerge(layerClusterRunner(WorkflowTypesLive)),
     Layer.provideMerge(AppProvidersLive),
     Layer.provideMerge(AppServicesLive),
     Layer.provideMerge(AgentRuntime.layer),
