@@ -1,0 +1,173 @@
+/**
+ * Several runners on one Postgres (issue 7, "Done when"): three production server processes
+ * (`support/ServerWithTestWorkflow.ts`, socket transport between runners) share one database and
+ * one real runtime; 200 runs are queued; one process is SIGKILLed mid-way. Every run still
+ * finishes exactly once — SUCCEEDED, one attempt, one publication — and the test reports how long
+ * the failover took: from the kill to the last run that was in flight at the kill finishing.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { enqueueRun } from "@bosun/actors/jobs/RunQueue"
+import { eventually, freshDatabase } from "@bosun/testing"
+import { freePort, makeFixtures, type RuntimeProcess, startRuntime, TOKEN } from "@bosun/testing/RuntimeProcess"
+import { PgClient } from "@effect/sql-pg"
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { Duration, Effect, Layer, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+import { cleanEnv } from "../support/Process.ts"
+
+const script = fileURLToPath(new URL("../support/ServerWithTestWorkflow.ts", import.meta.url))
+const fixtures = makeFixtures()
+const RUNS = 200
+let runtime: RuntimeProcess
+
+beforeAll(async () => {
+  runtime = await startRuntime({
+    BOSUN_RUNTIME_DATA_DIR: path.join(fixtures.root, "data"),
+    BOSUN_RUNTIME_MAX_RUNS: "64",
+    BOSUN_RUNTIME_WORKSPACE_RETENTION: "1 second",
+    BOSUN_RUNTIME_AGENTS: JSON.stringify({
+      brief: { command: [fixtures.script("brief.sh", `echo '{"type":"step"}'\nsleep 0.2\necho '{"type":"done"}'`)] }
+    })
+  })
+})
+afterAll(async () => {
+  await runtime?.stop()
+})
+
+interface Server {
+  readonly child: ChildProcess
+  readonly port: number
+  readonly output: () => string
+  readonly exited: Promise<number | null>
+}
+
+describe("three runners on one Postgres", () => {
+  it.live(
+    "200 runs finish exactly once each while one runner is SIGKILLed mid-way",
+    () =>
+      Effect.gen(function* () {
+        const database = yield* freshDatabase
+        const dataDir = yield* Effect.acquireRelease(
+          Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "bosun-runners-"))),
+          (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+        )
+        const shared = {
+          DATABASE_URL: database.url,
+          BOSUN_MASTER_KEY: randomBytes(32).toString("base64"),
+          // One blob store for all: a sealed request written by one runner is read by another.
+          BOSUN_DATA_DIR: dataDir,
+          BOSUN_RUNTIME_URL: runtime.base,
+          BOSUN_RUNTIME_TOKEN: TOKEN,
+          BOSUN_SCHEDULER_IDLE_TICK: "300 millis",
+          BOSUN_SHARD_LOCK_EXPIRATION: "3 seconds",
+          BOSUN_LANE_AGENT_CONCURRENCY: "24",
+          BOSUN_EVENT_FLUSH_INTERVAL: "200 millis",
+          TEST_REPO_URL: fixtures.repoUrl
+        }
+        const servers: Array<Server> = []
+        yield* Effect.addFinalizer(() =>
+          Effect.promise(async () => {
+            for (const server of servers) if (server.child.exitCode === null) server.child.kill("SIGKILL")
+            await Promise.all(servers.map((server) => server.exited))
+          })
+        )
+        for (let i = 0; i < 3; i++) {
+          const port = yield* Effect.promise(freePort)
+          const runnerPort = yield* Effect.promise(freePort)
+          const child = spawn(process.execPath, [script], {
+            env: cleanEnv({ ...shared, BOSUN_PORT: String(port), BOSUN_RUNNER_PORT: String(runnerPort) }),
+            stdio: ["ignore", "pipe", "pipe"]
+          })
+          let output = ""
+          child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()))
+          child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()))
+          const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
+          servers.push({ child, port, output: () => output, exited })
+        }
+        for (const server of servers) {
+          yield* eventually(
+            Effect.promise(() =>
+              fetch(`http://127.0.0.1:${server.port}/readyz`, { signal: AbortSignal.timeout(2000) }).then(
+                (r) => r.status,
+                () => 0
+              )
+            ),
+            (status) => status === 200,
+            Duration.seconds(60)
+          ).pipe(Effect.catch(() => Effect.die(new Error(`a runner did not come up: ${server.output()}`))))
+        }
+
+        const context = yield* Layer.build(PgClient.layer({ url: Redacted.make(database.url), maxConnections: 2 }))
+        const sql = yield* Effect.provide(SqlClient.SqlClient, context)
+        yield* sql`CREATE TABLE test_published (run_id text, attempt_id text PRIMARY KEY, status text, pid integer)`
+        const [org] = yield* sql<{ id: string }>`INSERT INTO organizations (name) VALUES ('runners') RETURNING id`
+        const runIds = yield* Effect.forEach(
+          Array.from({ length: RUNS }, (_, i) => i),
+          () =>
+            Effect.map(
+              Effect.provideService(
+                enqueueRun({
+                  organizationId: org?.id ?? "",
+                  repositoryId: null,
+                  workflowType: "test_echo",
+                  lane: "AGENT",
+                  inputSnapshot: { profile: "brief" }
+                }),
+                SqlClient.SqlClient,
+                sql
+              ),
+              (queued) => queued.runId
+            ),
+          { concurrency: 4 }
+        )
+
+        const finished = sql<{
+          n: string
+        }>`SELECT count(*) AS n FROM workflow_runs WHERE status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')`
+        yield* eventually(finished, (rows) => Number(rows[0]?.n) >= RUNS / 4, Duration.seconds(120))
+        const victim = servers[0]
+        assert.isDefined(victim)
+        const inFlight = yield* sql<{ id: string }>`SELECT id FROM workflow_runs WHERE status IN ('QUEUED', 'RUNNING')`
+        const killedAt = Date.now()
+        victim?.child.kill("SIGKILL")
+        yield* Effect.promise(() => victim?.exited ?? Promise.resolve(null))
+
+        yield* eventually(finished, (rows) => Number(rows[0]?.n) >= RUNS, Duration.seconds(180)).pipe(
+          Effect.catch(() =>
+            Effect.die(new Error(`not every run finished; survivors said: ${servers[1]?.output().slice(-4000)}`))
+          )
+        )
+        const [last] = yield* sql<{ finished_at: Date }>`
+          SELECT max(finished_at) AS finished_at FROM workflow_runs WHERE id IN ${sql.in(inFlight.map((row) => row.id))}`
+        const failoverSeconds = ((last?.finished_at.getTime() ?? killedAt) - killedAt) / 1000
+        console.log(
+          `several runners: ${RUNS} runs, ${inFlight.length} in flight at the SIGKILL; the last of them finished ${failoverSeconds.toFixed(1)} s after it`
+        )
+
+        const runs = yield* sql<{ id: string; status: string; attempts: number; published: number }>`
+          SELECT r.id, r.status,
+                 (SELECT count(*)::int FROM workflow_attempts a WHERE a.run_id = r.id) AS attempts,
+                 (SELECT count(*)::int FROM test_published p WHERE p.run_id = r.id) AS published
+          FROM workflow_runs r`
+        assert.strictEqual(runs.length, RUNS)
+        assert.deepStrictEqual(
+          runs.filter((run) => run.status !== "SUCCEEDED" || run.attempts !== 1 || run.published !== 1),
+          []
+        )
+        assert.sameMembers(
+          runs.map((run) => run.id),
+          runIds
+        )
+        // The runners that survived did the rest.
+        const publishers = yield* sql<{ pid: number }>`SELECT DISTINCT pid FROM test_published`
+        assert.isAtLeast(publishers.length, 2)
+        assert.isBelow(failoverSeconds, 30)
+      }).pipe(Effect.scoped),
+    300_000
+  )
+})
