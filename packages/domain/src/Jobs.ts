@@ -25,22 +25,6 @@ export type JobStatus = typeof JobStatus.Type
 export const Lane = Schema.Literals(["AGENT", "REVIEW"])
 export type Lane = typeof Lane.Type
 
-export const FINAL_JOB_STATUSES: ReadonlySet<JobStatus> = new Set(["SUCCEEDED", "FAILED", "CANCELLED", "SUPERSEDED"])
-
-/** Which job status transitions exist (the table above); the Scheduler asserts against it. */
-export const JOB_TRANSITIONS: Readonly<Record<JobStatus, ReadonlyArray<JobStatus>>> = {
-  QUEUED: ["RUNNING", "SUPERSEDED", "CANCELLED"],
-  RUNNING: ["SUCCEEDED", "QUEUED", "FAILED", "CANCELLED"],
-  SUCCEEDED: [],
-  FAILED: [],
-  CANCELLED: [],
-  SUPERSEDED: []
-}
-
-/** The run status a job status shows as. */
-export const runStatusOf = (status: JobStatus): "QUEUED" | "RUNNING" | "SUCCEEDED" | "FAILED" | "CANCELLED" =>
-  status === "SUPERSEDED" ? "CANCELLED" : status
-
 /** The steps of one attempt, in order (spec: States and transitions 3). */
 export const ATTEMPT_STEPS = [
   "prepare",

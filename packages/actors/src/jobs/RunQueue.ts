@@ -53,28 +53,6 @@ export const enqueueRun = Effect.fn("RunQueue.enqueue")(function* (run: NewRun) 
   return { runId: row.run_id, jobId: row.job_id } satisfies QueuedRun
 })
 
-/** Gives an existing QUEUED run (written before jobs existed, or RECEIVED and now decided) its job. */
-export const enqueueExistingRun = Effect.fn("RunQueue.enqueueExisting")(function* (
-  organizationId: string,
-  runId: string,
-  job: Pick<NewRun, "lane" | "sessionKey" | "batchKey" | "headSha" | "maxAttempts" | "notBefore">
-) {
-  const sql = yield* SqlClient.SqlClient
-  const rows = yield* sql<{ job_id: string }>`
-    WITH run AS (
-      UPDATE workflow_runs SET status = 'QUEUED', updated_at = now()
-      WHERE organization_id = ${organizationId} AND id = ${runId} AND status IN ('RECEIVED', 'QUEUED')
-      RETURNING id, organization_id
-    )
-    INSERT INTO jobs (run_id, organization_id, lane, session_key, batch_key, head_sha, max_attempts, not_before)
-    SELECT run.id, run.organization_id, ${job.lane}, ${job.sessionKey ?? null}, ${job.batchKey ?? null},
-           ${job.headSha ?? null}, ${job.maxAttempts ?? 3}, coalesce(${job.notBefore ?? null}::timestamptz, now())
-    FROM run
-    ON CONFLICT (run_id) DO NOTHING
-    RETURNING id AS job_id`.pipe(Effect.orDie)
-  return rows[0]?.job_id
-})
-
 /**
  * Asks for a run to be cancelled: a queued job is dropped by the next Scheduler pass, a running
  * attempt stops its agent and releases its sandbox. True when the run was still going.

@@ -6,7 +6,6 @@
  * (`workflow_attempt_steps.executions`), the interrupted one is, the runtime's events reach
  * `workflow_events` exactly once each, and the publication exists once.
  */
-import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -19,7 +18,7 @@ import { PgClient } from "@effect/sql-pg"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Duration, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
-import { cleanEnv } from "../support/Process.ts"
+import { killServer, spawnServer, untilReady } from "../support/Process.ts"
 
 const script = fileURLToPath(new URL("../support/ServerWithTestWorkflow.ts", import.meta.url))
 const fixtures = makeFixtures()
@@ -47,21 +46,6 @@ afterAll(async () => {
   await runtime?.stop()
 })
 
-interface Server {
-  readonly child: ChildProcess
-  readonly output: () => string
-  readonly exited: Promise<number | null>
-}
-
-const startServer = (env: Record<string, string>): Server => {
-  const child = spawn(process.execPath, [script], { env: cleanEnv(env), stdio: ["ignore", "pipe", "pipe"] })
-  let output = ""
-  child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()))
-  child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()))
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
-  return { child, output: () => output, exited }
-}
-
 /** A fresh database with the server's settings for it, a SqlClient on it, and servers to start and kill. */
 const setup = Effect.gen(function* () {
   const database = yield* freshDatabase
@@ -82,37 +66,16 @@ const setup = Effect.gen(function* () {
     BOSUN_EVENT_FLUSH_INTERVAL: "200 millis",
     TEST_REPO_URL: fixtures.repoUrl
   }
-  const servers: Array<Server> = []
-  yield* Effect.addFinalizer(() =>
-    Effect.promise(async () => {
-      for (const server of servers) if (server.child.exitCode === null) server.child.kill("SIGKILL")
-      await Promise.all(servers.map((server) => server.exited))
-    })
-  )
   const sqlLayer = PgClient.layer({ url: Redacted.make(database.url), maxConnections: 2 })
   const context = yield* Layer.build(sqlLayer)
   const sql = yield* Effect.provide(SqlClient.SqlClient, context)
   const start = (extra: Record<string, string> = {}) =>
     Effect.gen(function* () {
-      const server = startServer({ ...env, ...extra })
-      servers.push(server)
-      yield* eventually(
-        Effect.promise(() =>
-          fetch(`http://127.0.0.1:${env.BOSUN_PORT}/readyz`, { signal: AbortSignal.timeout(2000) }).then(
-            (r) => r.status,
-            () => 0
-          )
-        ),
-        (status) => status === 200,
-        Duration.seconds(30)
-      ).pipe(Effect.catch(() => Effect.die(new Error(`the server did not come up: ${server.output()}`))))
+      const server = yield* spawnServer({ ...env, ...extra }, script)
+      yield* untilReady(server, Number(env.BOSUN_PORT))
       return server
     })
-  const kill = (server: Server) =>
-    Effect.promise(async () => {
-      server.child.kill("SIGKILL")
-      await server.exited
-    })
+  const kill = killServer
   return { sql, start, kill }
 })
 

@@ -7,7 +7,7 @@
  */
 import * as path from "node:path"
 import { AttemptError, type WorkflowType } from "@bosun/actors/attempt/AttemptPorts"
-import { enqueueRun, requestCancel } from "@bosun/actors/jobs/RunQueue"
+import { enqueueRun, type NewRun, requestCancel } from "@bosun/actors/jobs/RunQueue"
 import { wakeScheduler } from "@bosun/actors/scheduler/SchedulerEntity"
 import type { RunRequest } from "@bosun/domain"
 import { eventually } from "@bosun/testing"
@@ -92,6 +92,17 @@ const runStatus = (runId: string) =>
     return row?.status
   })
 
+/** Queues a `test_echo` run of the runtime profile `profile`: AGENT work unless `job` says otherwise. */
+const echo = (organizationId: string, profile: string, job: Partial<NewRun> = {}) =>
+  enqueueRun({
+    organizationId,
+    repositoryId: null,
+    workflowType: "test_echo",
+    lane: "AGENT",
+    inputSnapshot: { profile },
+    ...job
+  })
+
 const cluster = (failFirstPrepare: ReadonlyArray<string> = []) =>
   Layer.unwrap(
     Effect.map(Effect.promise(freePort), (runnerPort) =>
@@ -108,24 +119,23 @@ const cluster = (failFirstPrepare: ReadonlyArray<string> = []) =>
 const untilStatus = (runId: string, statuses: ReadonlyArray<string>) =>
   eventually(runStatus(runId), (status) => status !== undefined && statuses.includes(status), Duration.seconds(30))
 
+/** The test's table of publications and an organization to run in. */
+const setup = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE IF NOT EXISTS test_published (attempt_id text PRIMARY KEY, status text, report text,
+             publishes integer NOT NULL DEFAULT 1)`
+  const [org] = yield* sql<{ id: string }>`INSERT INTO organizations (name) VALUES ('pipeline') RETURNING id`
+  return { sql, organizationId: org?.id ?? "" }
+})
+
 describe("the run pipeline", () => {
   it.live(
     "claims a queued run, runs its attempt through the seven steps on the real runtime, flushes its events in order, and ends SUCCEEDED",
     () =>
       Effect.gen(function* () {
-        const sql = yield* SqlClient.SqlClient
-        yield* sql`CREATE TABLE IF NOT EXISTS test_published (attempt_id text PRIMARY KEY, status text, report text,
-                   publishes integer NOT NULL DEFAULT 1)`
-        const [org] = yield* sql<{ id: string }>`INSERT INTO organizations (name) VALUES ('pipeline') RETURNING id`
-        const queued = yield* sql.withTransaction(
-          enqueueRun({
-            organizationId: org?.id ?? "",
-            repositoryId: null,
-            workflowType: "test_echo",
-            lane: "AGENT",
-            inputSnapshot: { profile: "writer" }
-          })
-        )
+        const { sql, organizationId } = yield* setup
+        // Inside the caller's transaction, as a webhook handler writes it.
+        const queued = yield* sql.withTransaction(echo(organizationId, "writer"))
         yield* wakeScheduler
         assert.strictEqual(yield* untilStatus(queued.runId, ["SUCCEEDED", "FAILED", "CANCELLED"]), "SUCCEEDED")
 
@@ -227,14 +237,6 @@ describe("the run pipeline", () => {
     60_000
   )
 
-  const setup = Effect.gen(function* () {
-    const sql = yield* SqlClient.SqlClient
-    yield* sql`CREATE TABLE IF NOT EXISTS test_published (attempt_id text PRIMARY KEY, status text, report text,
-               publishes integer NOT NULL DEFAULT 1)`
-    const [org] = yield* sql<{ id: string }>`INSERT INTO organizations (name) VALUES ('pipeline') RETURNING id`
-    return { sql, organizationId: org?.id ?? "" }
-  })
-
   const attemptsOf = (runId: string) =>
     Effect.flatMap(
       SqlClient.SqlClient,
@@ -247,13 +249,7 @@ describe("the run pipeline", () => {
     () =>
       Effect.gen(function* () {
         const { sql, organizationId } = yield* setup
-        const queued = yield* enqueueRun({
-          organizationId,
-          repositoryId: null,
-          workflowType: "test_echo",
-          lane: "AGENT",
-          inputSnapshot: { profile: "writer" }
-        })
+        const queued = yield* echo(organizationId, "writer")
         yield* wakeScheduler
         assert.strictEqual(yield* untilStatus(queued.runId, ["SUCCEEDED", "FAILED"]), "SUCCEEDED")
         assert.deepStrictEqual(yield* attemptsOf(queued.runId), [
@@ -286,13 +282,7 @@ describe("the run pipeline", () => {
     () =>
       Effect.gen(function* () {
         const { sql, organizationId } = yield* setup
-        const queued = yield* enqueueRun({
-          organizationId,
-          repositoryId: null,
-          workflowType: "test_echo",
-          lane: "AGENT",
-          inputSnapshot: { profile: "sleeper" }
-        })
+        const queued = yield* echo(organizationId, "sleeper")
         yield* wakeScheduler
         // The agent is at work once its first event is stored.
         yield* eventually(
@@ -325,35 +315,20 @@ describe("the run pipeline", () => {
       Effect.gen(function* () {
         const { sql, organizationId } = yield* setup
         const session = yield* Effect.forEach([1, 2, 3], (n) =>
-          enqueueRun({
-            organizationId,
-            repositoryId: null,
-            workflowType: "test_echo",
-            lane: "AGENT",
-            sessionKey: "thread-1",
-            inputSnapshot: { profile: "writer", n }
-          })
+          echo(organizationId, "writer", { sessionKey: "thread-1", inputSnapshot: { profile: "writer", n } })
         )
         const windowEnd = new Date(Date.now() + 1500)
-        const older = yield* enqueueRun({
-          organizationId,
-          repositoryId: null,
-          workflowType: "test_echo",
+        const older = yield* echo(organizationId, "writer", {
           lane: "REVIEW",
           batchKey: "repo-1#7",
           headSha: "a".repeat(40),
-          notBefore: windowEnd,
-          inputSnapshot: { profile: "writer" }
+          notBefore: windowEnd
         })
-        const newer = yield* enqueueRun({
-          organizationId,
-          repositoryId: null,
-          workflowType: "test_echo",
+        const newer = yield* echo(organizationId, "writer", {
           lane: "REVIEW",
           batchKey: "repo-1#7",
           headSha: "b".repeat(40),
-          notBefore: windowEnd,
-          inputSnapshot: { profile: "writer" }
+          notBefore: windowEnd
         })
         yield* wakeScheduler
         for (const run of session)
@@ -395,13 +370,7 @@ describe("the run pipeline", () => {
     () =>
       Effect.gen(function* () {
         const { sql, organizationId } = yield* setup
-        const queued = yield* enqueueRun({
-          organizationId,
-          repositoryId: null,
-          workflowType: "test_echo",
-          lane: "AGENT",
-          inputSnapshot: { profile: "writer" }
-        })
+        const queued = yield* echo(organizationId, "writer")
         // As if a worker had claimed it long ago and died without its workflow ever starting.
         yield* sql`UPDATE jobs SET status = 'RUNNING', attempt = 1, workflow_started = true WHERE run_id = ${queued.runId}`
         yield* sql`INSERT INTO workflow_attempts (id, run_id, attempt, status, started_at, heartbeat_at)

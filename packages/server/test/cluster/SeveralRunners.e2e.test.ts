@@ -5,7 +5,6 @@
  * finishes exactly once — SUCCEEDED, one attempt, one publication — and the test reports how long
  * the failover took: from the kill to the last run that was in flight at the kill finishing.
  */
-import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -18,7 +17,7 @@ import { PgClient } from "@effect/sql-pg"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Duration, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
-import { cleanEnv } from "../support/Process.ts"
+import { killServer, type ServerProcess, spawnServer, untilReady } from "../support/Process.ts"
 
 const script = fileURLToPath(new URL("../support/ServerWithTestWorkflow.ts", import.meta.url))
 const fixtures = makeFixtures()
@@ -38,13 +37,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await runtime?.stop()
 })
-
-interface Server {
-  readonly child: ChildProcess
-  readonly port: number
-  readonly output: () => string
-  readonly exited: Promise<number | null>
-}
 
 describe("three runners on one Postgres", () => {
   it.live(
@@ -69,37 +61,12 @@ describe("three runners on one Postgres", () => {
           BOSUN_EVENT_FLUSH_INTERVAL: "200 millis",
           TEST_REPO_URL: fixtures.repoUrl
         }
-        const servers: Array<Server> = []
-        yield* Effect.addFinalizer(() =>
-          Effect.promise(async () => {
-            for (const server of servers) if (server.child.exitCode === null) server.child.kill("SIGKILL")
-            await Promise.all(servers.map((server) => server.exited))
-          })
-        )
+        const servers: Array<ServerProcess> = []
         for (let i = 0; i < 3; i++) {
           const port = yield* Effect.promise(freePort)
-          const runnerPort = yield* Effect.promise(freePort)
-          const child = spawn(process.execPath, [script], {
-            env: cleanEnv({ ...shared, BOSUN_PORT: String(port), BOSUN_RUNNER_PORT: String(runnerPort) }),
-            stdio: ["ignore", "pipe", "pipe"]
-          })
-          let output = ""
-          child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()))
-          child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()))
-          const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
-          servers.push({ child, port, output: () => output, exited })
-        }
-        for (const server of servers) {
-          yield* eventually(
-            Effect.promise(() =>
-              fetch(`http://127.0.0.1:${server.port}/readyz`, { signal: AbortSignal.timeout(2000) }).then(
-                (r) => r.status,
-                () => 0
-              )
-            ),
-            (status) => status === 200,
-            Duration.seconds(60)
-          ).pipe(Effect.catch(() => Effect.die(new Error(`a runner did not come up: ${server.output()}`))))
+          const server = yield* spawnServer({ ...shared, BOSUN_PORT: String(port) }, script)
+          servers.push(server)
+          yield* untilReady(server, port, Duration.seconds(60))
         }
 
         const context = yield* Layer.build(PgClient.layer({ url: Redacted.make(database.url), maxConnections: 2 }))
@@ -134,12 +101,11 @@ describe("three runners on one Postgres", () => {
         assert.isDefined(victim)
         const inFlight = yield* sql<{ id: string }>`SELECT id FROM workflow_runs WHERE status IN ('QUEUED', 'RUNNING')`
         const killedAt = Date.now()
-        victim?.child.kill("SIGKILL")
-        yield* Effect.promise(() => victim?.exited ?? Promise.resolve(null))
+        if (victim !== undefined) yield* killServer(victim)
 
         yield* eventually(finished, (rows) => Number(rows[0]?.n) >= RUNS, Duration.seconds(180)).pipe(
           Effect.catch(() =>
-            Effect.die(new Error(`not every run finished; survivors said: ${servers[1]?.output().slice(-4000)}`))
+            Effect.die(new Error(`not every run finished; a survivor said: ${servers[1]?.stdout().slice(-4000)}`))
           )
         )
         const [last] = yield* sql<{ finished_at: Date }>`

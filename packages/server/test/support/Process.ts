@@ -5,7 +5,8 @@
 
 import { type ChildProcess, spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
-import { Effect } from "effect"
+import { eventually } from "@bosun/testing"
+import { Duration, Effect } from "effect"
 import { freePort } from "../../src/persistence/EmbeddedPostgres.ts"
 
 export const mainScript = fileURLToPath(new URL("../../src/main.ts", import.meta.url))
@@ -28,14 +29,15 @@ export const cleanEnv = (env: Record<string, string>): NodeJS.ProcessEnv => {
 }
 
 /**
- * The server with `env`; its embedded runtime and its cluster runner take free ports unless `env`
- * says otherwise, so test servers running side by side do not contend for 8787 and 34431.
+ * The server with `env` (or another entry point built on the server, `script`); its embedded
+ * runtime and its cluster runner take free ports unless `env` says otherwise, so test servers
+ * running side by side do not contend for 8787 and 34431. SIGKILLed when the scope closes.
  */
-export const spawnServer = (env: Record<string, string>) =>
+export const spawnServer = (env: Record<string, string>, script: string = mainScript) =>
   Effect.acquireRelease(
     Effect.gen(function* () {
       const runnerPort = yield* Effect.orDie(freePort)
-      const child = spawn(process.execPath, [mainScript], {
+      const child = spawn(process.execPath, [script], {
         env: cleanEnv({ BOSUN_EMBEDDED_RUNTIME_PORT: "0", BOSUN_RUNNER_PORT: String(runnerPort), ...env }),
         stdio: ["ignore", "pipe", "pipe"]
       })
@@ -58,3 +60,29 @@ export const spawnServer = (env: Record<string, string>) =>
         return Effect.asVoid(server.exited)
       })
   )
+
+/** Waits until the server on `port` answers `/readyz` with 200; dies with its output if it does not in time. */
+export const untilReady = (server: ServerProcess, port: number, deadline: Duration.Duration = Duration.seconds(30)) =>
+  eventually(
+    Effect.promise(() =>
+      // A bounded request: a connection the server accepted but never answers must not stall the wait.
+      fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(2000) }).then(
+        (response) => response.status,
+        () => 0
+      )
+    ),
+    (status) => status === 200,
+    deadline
+  ).pipe(
+    Effect.catch(() =>
+      Effect.die(new Error(`the server on ${port} did not come up: ${server.stdout()}${server.stderr()}`))
+    ),
+    Effect.asVoid
+  )
+
+/** SIGKILLs the server and waits for it to be gone. */
+export const killServer = (server: ServerProcess) =>
+  Effect.suspend(() => {
+    server.child.kill("SIGKILL")
+    return Effect.asVoid(server.exited)
+  })
