@@ -181,7 +181,7 @@ describe("HOSTED_SANDBOX", () => {
           1
         )
         const health = yield* (yield* RuntimeClient).connect(third.endpoint).health
-        assert.strictEqual(health.protocol_version, "1.0")
+        assert.strictEqual(health.protocol_version, "1.1")
         yield* sandboxes.release(third)
       }).pipe(hosted())
   )

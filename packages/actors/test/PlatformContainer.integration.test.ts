@@ -228,7 +228,7 @@ describe("PLATFORM_CONTAINER", () => {
       const sandboxes = yield* SandboxProvider
       const sandbox = yield* sandboxes.acquire(spec("run-exec:1"))
       const connection = (yield* RuntimeClient).connect(sandbox.endpoint)
-      assert.strictEqual((yield* connection.health).protocol_version, "1.0")
+      assert.strictEqual((yield* connection.health).protocol_version, "1.1")
       const run = runRequest(fixtures, {
         run_id: "run-exec",
         attempt_id: "run-exec:1",

@@ -87,7 +87,7 @@ describe("runtime client", () => {
       Effect.gen(function* () {
         const client = (yield* RuntimeClient).connect(endpoint(runtime.base))
         const health = yield* client.health
-        assert.strictEqual(health.protocol_version, "1.0")
+        assert.strictEqual(health.protocol_version, "1.1")
         const request = runRequest(fixtures, {
           run_id: "c-1",
           attempt_id: "c-1:1",

@@ -136,7 +136,7 @@ for (const provider of providers) {
           const again = yield* sandboxes.acquire(spec(`${provider.name}-run:1`))
           assert.strictEqual(again.id, sandbox.id)
           const connection = (yield* RuntimeClient).connect(sandbox.endpoint)
-          assert.strictEqual((yield* connection.health).protocol_version, "1.0")
+          assert.strictEqual((yield* connection.health).protocol_version, "1.1")
           const request = runRequest(fixtures, {
             run_id: `${provider.name}-run`,
             attempt_id: `${provider.name}-run:1`,

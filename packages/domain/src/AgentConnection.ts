@@ -8,25 +8,13 @@
  * configured credentials and a successful discovery.
  */
 import { Schema } from "effect"
+import { AgentCatalog } from "./runtime/Protocol.ts"
 
 export const ConnectionScope = Schema.Literals(["ORGANIZATION", "REPOSITORY"])
 export const ConnectionMode = Schema.Literals(["NONE", "CREDENTIALS"])
 export const DiscoveryStatus = Schema.Literals(["QUEUED", "RUNNING", "SUCCEEDED", "FAILED"])
 
 const Text = Schema.NullOr(Schema.String)
-
-export const CatalogModel = Schema.Struct({
-  id: Schema.String,
-  name: Schema.String,
-  variants: Schema.Array(Schema.String),
-  capabilities: Schema.Struct({
-    attachment: Schema.Boolean,
-    reasoning: Schema.Boolean,
-    temperature: Schema.Boolean,
-    tool_call: Schema.Boolean
-  }),
-  limits: Schema.Struct({ context: Schema.Int, output: Schema.Int })
-})
 
 export const AgentConnection = Schema.Struct({
   auth: Schema.Struct({
@@ -39,12 +27,7 @@ export const AgentConnection = Schema.Struct({
     source_scope: ConnectionScope
   }),
   catalog: Schema.Struct({
-    catalog: Schema.Struct({
-      providers: Schema.Array(
-        Schema.Struct({ id: Schema.String, name: Schema.String, models: Schema.Array(CatalogModel) })
-      ),
-      runtime_version: Schema.String
-    }),
+    catalog: AgentCatalog,
     configuration_fingerprint: Text,
     credential_fingerprint: Text,
     error: Text,

@@ -22,11 +22,12 @@ import type { RunEvent, RunFile, RunPhase, RunRequest, RunState } from "@bosun/d
 import { canonicalJson } from "@bosun/domain"
 import { Context, Data, Duration, Effect, Fiber, Layer, Option, Queue, Redacted, Scope, Stream } from "effect"
 import type { AgentAdapter, AgentOutcome } from "./agents/Agent.ts"
-import { codexAgent, findCodex } from "./agents/CodexAgent.ts"
+import { codexAgent, codexCatalog, findCodex } from "./agents/CodexAgent.ts"
 import { customAgent } from "./agents/CustomAgent.ts"
-import { findOpenCode, openCodeAgent } from "./agents/OpenCodeAgent.ts"
+import { findOpenCode, openCodeAgent, openCodeCatalog } from "./agents/OpenCodeAgent.ts"
 import { RunLog, readEvents } from "./RunLog.ts"
 import { RuntimeConfig } from "./RuntimeConfig.ts"
+import { Toolchain } from "./Toolchain.ts"
 import { type CheckedOut, changes, checkout } from "./Workspace.ts"
 
 export class RunConflict extends Data.TaggedError("RunConflict")<{ readonly message: string }> {}
@@ -177,6 +178,7 @@ export class Runs extends Context.Service<
     Runs,
     Effect.gen(function* () {
       const config = yield* RuntimeConfig
+      const toolchain = yield* Toolchain
       const scope = yield* Effect.scope
       const runsDir = path.resolve(config.dataDir, "runs")
       const workspacesDir = path.resolve(config.dataDir, "workspaces")
@@ -185,6 +187,7 @@ export class Runs extends Context.Service<
       const runs = new Map<string, Run>()
 
       const adapterFor = (request: RunRequest): AgentAdapter | UnknownAgent => {
+        const catalog = request.task === "CATALOG"
         if (request.agent.kind === "CUSTOM") {
           const profile = config.profiles.get(request.agent.profile ?? "")
           return profile === undefined
@@ -195,11 +198,13 @@ export class Runs extends Context.Service<
         }
         if (request.agent.kind === "OPENCODE") {
           const binary = findOpenCode()
-          if (binary !== undefined) return openCodeAgent(binary)
+          if (binary !== undefined) {
+            return catalog ? openCodeCatalog(binary, toolchain.profile.opencode) : openCodeAgent(binary)
+          }
         }
         if (request.agent.kind === "AGENT_ONE") {
           const binary = findCodex()
-          if (binary !== undefined) return codexAgent(binary)
+          if (binary !== undefined) return catalog ? codexCatalog(binary, toolchain.profile.codex) : codexAgent(binary)
         }
         return new UnknownAgent({ message: `The agent ${request.agent.kind} is not installed in this runtime` })
       }

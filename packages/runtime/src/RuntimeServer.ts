@@ -57,6 +57,6 @@ const StopWithSupervisor = Layer.effectDiscard(
 export const RuntimeServerLive = Layer.merge(Announce, StopWithSupervisor).pipe(
   Layer.provideMerge(HttpRouter.serve(RuntimeRoutes, { disableListenLog: true })),
   Layer.provide(NodeServerLive),
-  Layer.provide(Layer.merge(Runs.layer, Toolchain.layer)),
+  Layer.provide(Runs.layer.pipe(Layer.provideMerge(Toolchain.layer))),
   Layer.provideMerge(RuntimeConfig.layer)
 )

@@ -118,7 +118,7 @@ describe("health and guards", () => {
     expect(response.status).toBe(200)
     const health = Schema.decodeUnknownSync(RuntimeHealth)(await response.json())
     expect(health.status).toBe("ok")
-    expect(health.protocol_version).toBe("1.0")
+    expect(health.protocol_version).toBe("1.1")
     expect(health.max_runs).toBe(3)
     expect(health.active_runs).toBeGreaterThanOrEqual(0)
     expect(health.toolchain.git).toMatch(/^\d+\.\d+/)
@@ -139,7 +139,7 @@ describe("health and guards", () => {
     expect(((await noVersion.json()) as { error: { code: string } }).error.code).toBe("protocol_version_required")
     const future = await post({ ...protocolHeaders, "x-bosun-protocol": "2.0" })
     expect(future.status).toBe(426)
-    expect(future.headers.get("x-bosun-protocol")).toBe("1.0")
+    expect(future.headers.get("x-bosun-protocol")).toBe("1.1")
     expect(await future.json()).toEqual({
       error: {
         code: "protocol_version_unsupported",

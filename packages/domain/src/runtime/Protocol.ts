@@ -12,13 +12,18 @@
  *   is never stored.
  * - `GET /v1/runs/{id}/result`, `GET /v1/runs/{id}/files/{path}`, `DELETE /v1/runs/{id}` (cancel).
  *
+ * A run has a `task`: `AGENT` (the default) has the agent work on the prompt; `CATALOG` (protocol
+ * 1.1) has the agent CLI list the providers and models it can use with the request's credentials,
+ * which the runtime leaves as `outputs/catalog.json` (`CatalogOutput`) — the catalog discovery of
+ * an agent connection. A 1.0 runtime refuses the field (400), never runs an agent in its place.
+ *
  * `{id}` is the attempt id (`runId:attempt` from the control plane): an attempt is the unit that
  * runs, and a retried run is a new attempt with its own workspace and log. An attempt id belongs
  * to one run; starting it under another run id is a conflict.
  */
 import { Schema } from "effect"
 
-export const RUNTIME_PROTOCOL_VERSION = "1.0"
+export const RUNTIME_PROTOCOL_VERSION = "1.1"
 export const RUNTIME_PROTOCOL_HEADER = "x-bosun-protocol"
 
 /** `run_id` and `attempt_id`: the control plane's ids, also path segments, so a safe alphabet. */
@@ -63,10 +68,15 @@ export const RunAgent = Schema.Struct({
   profile: Schema.optional(Schema.String.check(Schema.isPattern(/^[a-z0-9][a-z0-9_-]{0,63}$/)))
 })
 
+export const RunTask = Schema.Literals(["AGENT", "CATALOG"])
+export type RunTask = typeof RunTask.Type
+
 export const RunRequest = Schema.Struct({
   run_id: RuntimeId,
   attempt_id: RuntimeId,
   agent: RunAgent,
+  /** What the agent is asked to do; `AGENT` when absent. */
+  task: Schema.optional(RunTask),
   /** `provider/model` as the agent CLI names it. */
   model: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(255)),
   reasoning_effort: Schema.optional(ReasoningEffort),
@@ -144,6 +154,46 @@ export const RunEvent = Schema.Struct({
   data: Schema.Unknown
 })
 export type RunEvent = typeof RunEvent.Type
+
+/** A model an agent CLI offers, as the agent connection's catalog shows it. */
+export const CatalogModel = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  /** Reasoning variants (`low`, `high`, ...), as the CLI names them. */
+  variants: Schema.Array(Schema.String),
+  capabilities: Schema.Struct({
+    attachment: Schema.Boolean,
+    reasoning: Schema.Boolean,
+    temperature: Schema.Boolean,
+    tool_call: Schema.Boolean
+  }),
+  /** Token limits; 0 where the CLI does not state one. */
+  limits: Schema.Struct({ context: Schema.Int, output: Schema.Int })
+})
+export type CatalogModel = typeof CatalogModel.Type
+
+export const CatalogProvider = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  models: Schema.Array(CatalogModel)
+})
+
+export const AgentCatalog = Schema.Struct({
+  providers: Schema.Array(CatalogProvider),
+  /** The Bosun runtime that asked the CLI. */
+  runtime_version: Schema.String
+})
+export type AgentCatalog = typeof AgentCatalog.Type
+
+/** `outputs/catalog.json` of a CATALOG run. */
+export const CatalogOutput = Schema.Struct({
+  catalog: AgentCatalog,
+  /** The agent CLI and its version, e.g. `opencode 1.18.33`. */
+  provider_version: Schema.String
+})
+export type CatalogOutput = typeof CatalogOutput.Type
+
+export const CATALOG_OUTPUT_PATH = "outputs/catalog.json"
 
 /** The heartbeat line of the tail: not stored, no sequence number. */
 export const RunHeartbeat = Schema.Struct({

@@ -83,6 +83,7 @@ export const baseEnvironment = (context: AgentContext): Record<string, string> =
   BOSUN_RUN_ID: context.request.run_id,
   BOSUN_ATTEMPT_ID: context.request.attempt_id,
   BOSUN_MODEL: context.request.model,
+  BOSUN_TASK: context.request.task ?? "AGENT",
   BOSUN_WORKSPACE: context.workspace,
   BOSUN_OUTPUT_DIR: context.outputDir,
   BOSUN_ARTIFACTS_DIR: context.artifactsDir

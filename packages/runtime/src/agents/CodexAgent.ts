@@ -44,10 +44,12 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
+import type { CatalogModel } from "@bosun/domain"
 import { Effect, Option, Result, Schema } from "effect"
 import type { AgentAdapter, AgentContext, AgentOutcome } from "./Agent.ts"
 import { baseEnvironment, findAgentBinary, skillMarkdown } from "./Agent.ts"
 import { runAgentProcess } from "./AgentProcess.ts"
+import { finishCatalog, integerOr0 } from "./Catalog.ts"
 
 /** The `codex` launcher (see `findAgentBinary`). */
 export const findCodex = (searchPath?: string): string | undefined => findAgentBinary("codex", searchPath)
@@ -308,5 +310,90 @@ export const codexAgent =
             ...(error === undefined ? {} : { error })
           }
         })
+      )
+    })
+
+/**
+ * `codex debug models` prints Codex's model catalog as JSON: the OpenAI models it knows (its
+ * bundled list, refreshed when it can reach OpenAI), each with its reasoning levels, context
+ * window and input modalities. Codex states no output limit (0) and takes no temperature; every
+ * model calls tools. Hidden models are left out. Providers the credentials define besides
+ * `openai` are listed without models: Codex uses whatever model name it is given for them.
+ */
+export const parseCodexModels = (
+  output: string,
+  credentials: Readonly<Record<string, Readonly<Record<string, unknown>>>>
+) => {
+  const start = output.indexOf("{")
+  if (start === -1) return "Codex printed no model catalog"
+  const parsed = Effect.runSync(
+    Effect.try({ try: (): unknown => JSON.parse(output.slice(start)), catch: () => undefined }).pipe(
+      Effect.orElseSucceed(() => undefined)
+    )
+  )
+  if (!isRecord(parsed) || !Array.isArray(parsed.models)) return "Codex's model catalog is not the JSON it should be"
+  const models: Array<CatalogModel> = []
+  for (const model of parsed.models) {
+    if (!isRecord(model) || typeof model.slug !== "string" || model.visibility === "hide") continue
+    const levels = Array.isArray(model.supported_reasoning_levels) ? model.supported_reasoning_levels : []
+    const efforts = levels.flatMap((level) =>
+      isRecord(level) && typeof level.effort === "string" ? [level.effort] : []
+    )
+    const modalities = Array.isArray(model.input_modalities) ? model.input_modalities : []
+    models.push({
+      id: model.slug,
+      name: typeof model.display_name === "string" ? model.display_name : model.slug,
+      variants: efforts,
+      capabilities: {
+        attachment: modalities.includes("image"),
+        reasoning: efforts.length > 0,
+        temperature: false,
+        tool_call: true
+      },
+      limits: { context: integerOr0(model.context_window), output: 0 }
+    })
+  }
+  const others = Object.entries(credentials)
+    .filter(([id]) => id !== OPENAI)
+    .map(([id, entry]) => ({ id, name: typeof entry.name === "string" ? entry.name : id, models: [] }))
+  return [{ id: OPENAI, name: "OpenAI", models }, ...others].sort((a, b) => a.id.localeCompare(b.id))
+}
+
+/** The CATALOG task for AGENT_ONE: `codex debug models` with the run's generated config. */
+export const codexCatalog =
+  (binary: string, version: string | null): AgentAdapter =>
+  (context) =>
+    Effect.suspend(() => {
+      const configured = configure(context)
+      if (Result.isFailure(configured)) {
+        return Effect.succeed<AgentOutcome>({
+          exitCode: null,
+          signal: null,
+          stderrTail: [],
+          usage: { input_tokens: 0, output_tokens: 0, cost_usd: null },
+          error: { code: "invalid_provider_credentials", message: configured.failure }
+        })
+      }
+      const codexHome = path.join(context.homeDir, ".codex")
+      prepare(context, codexHome, configured.success.config)
+      const lines: Array<string> = []
+      return runAgentProcess({
+        command: binary,
+        args: ["debug", "models"],
+        cwd: context.workspace,
+        env: { ...baseEnvironment(context), CODEX_HOME: codexHome, ...configured.success.env },
+        grace: context.grace,
+        onSpawn: context.onSpawn,
+        onJson: (value) => lines.push(JSON.stringify(value)),
+        onText: (line) => lines.push(line)
+      }).pipe(
+        Effect.map((exit) =>
+          finishCatalog(
+            context,
+            exit,
+            () => parseCodexModels(lines.join("\n"), context.request.provider_credentials),
+            `codex ${version ?? "unknown"}`
+          )
+        )
       )
     })

@@ -6,7 +6,9 @@
  * - The command starts in the workspace root with the prompt on stdin and, in its environment,
  *   `BOSUN_RUN_ID`, `BOSUN_ATTEMPT_ID`, `BOSUN_MODEL`, `BOSUN_WORKSPACE`, `BOSUN_OUTPUT_DIR`,
  *   `BOSUN_ARTIFACTS_DIR`, `BOSUN_INSTRUCTIONS` (when the request has instructions),
- *   `BOSUN_PROVIDER_CREDENTIALS` (the request's provider credentials as JSON), the profile's
+ *   `BOSUN_PROVIDER_CREDENTIALS` (the request's provider credentials as JSON), `BOSUN_TASK`
+ *   (`AGENT`, or `CATALOG`: then the command lists its models by writing `catalog.json`, shaped
+ *   as the protocol's `CatalogOutput`, to `BOSUN_OUTPUT_DIR`), the profile's
  *   `env`, and PATH, HOME, XDG_* and TMPDIR of its own — nothing else of the runtime's.
  * - Each stdout line that is a JSON object is an event, passed on as `agent.event`; any other
  *   line becomes `agent.output` `{line}`. An event `{"type": "usage", "input_tokens": n,

@@ -33,10 +33,12 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
+import type { CatalogModel } from "@bosun/domain"
 import { Effect, Result, Schema } from "effect"
 import type { AgentAdapter, AgentContext, AgentOutcome } from "./Agent.ts"
 import { baseEnvironment, findAgentBinary, skillMarkdown } from "./Agent.ts"
 import { runAgentProcess } from "./AgentProcess.ts"
+import { finishCatalog, integerOr0 } from "./Catalog.ts"
 
 /** The `opencode` launcher (see `findAgentBinary`). */
 export const findOpenCode = (searchPath?: string): string | undefined => findAgentBinary("opencode", searchPath)
@@ -166,6 +168,22 @@ const prepare = (context: AgentContext, provider: Json): Json => {
   }
 }
 
+/** OpenCode's environment: the attempt's own, its config and keys, and nothing fetched or updated. */
+const environment = (context: AgentContext, config: Json, auth: Json) => ({
+  ...baseEnvironment(context),
+  OPENCODE_CONFIG_CONTENT: JSON.stringify(config),
+  OPENCODE_AUTH_CONTENT: JSON.stringify(auth),
+  OPENCODE_DISABLE_MODELS_FETCH: "1",
+  OPENCODE_DISABLE_AUTOUPDATE: "1",
+  // Otherwise each run leaves a 5.5 MB native library in TMPDIR.
+  OPENCODE_DISABLE_FFF: "1",
+  // The workspace root is no git repository, so OpenCode looks for a project config and
+  // AGENTS.md in every directory above it, up to /: the runtime host's directories, not
+  // the run's. (A repository's own AGENTS.md still reaches the model when it reads files
+  // there.)
+  OPENCODE_DISABLE_PROJECT_CONFIG: "1"
+})
+
 const count = (value: unknown) => (typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : 0)
 
 /** What the OpenCode error names mean for the run. */
@@ -217,20 +235,7 @@ export const openCodeAgent =
           ...(effort === undefined ? [] : ["--variant", effort])
         ],
         cwd: context.workspace,
-        env: {
-          ...baseEnvironment(context),
-          OPENCODE_CONFIG_CONTENT: JSON.stringify(config),
-          OPENCODE_AUTH_CONTENT: JSON.stringify(defined.success.auth),
-          OPENCODE_DISABLE_MODELS_FETCH: "1",
-          OPENCODE_DISABLE_AUTOUPDATE: "1",
-          // Otherwise each run leaves a 5.5 MB native library in TMPDIR.
-          OPENCODE_DISABLE_FFF: "1",
-          // The workspace root is no git repository, so OpenCode looks for a project config and
-          // AGENTS.md in every directory above it, up to /: the runtime host's directories, not
-          // the run's. (A repository's own AGENTS.md still reaches the model when it reads files
-          // there.)
-          OPENCODE_DISABLE_PROJECT_CONFIG: "1"
-        },
+        env: environment(context, config, defined.success.auth),
         grace: context.grace,
         stdin: context.request.prompt,
         onSpawn: context.onSpawn,
@@ -286,5 +291,97 @@ export const openCodeAgent =
             ...(error === undefined ? {} : { error })
           }
         })
+      )
+    })
+
+/**
+ * `opencode models --verbose` prints, per model, a `provider/model` line and the model as
+ * indented JSON ending with a `}` in the first column.
+ */
+const MODEL_BLOCK = /^([^\s/{}]+)\/(\S+)\n(\{\n[\s\S]*?\n\})$/gm
+
+const flag = (value: unknown) => value === true
+
+/**
+ * The providers and models OpenCode offers with the request's credentials: its listing (from its
+ * bundled models snapshot, with the providers the credentials define added — nothing is fetched),
+ * kept to the providers the connection has credentials for, since only those can be used.
+ */
+export const parseOpenCodeModels = (
+  output: string,
+  credentials: Readonly<Record<string, Readonly<Record<string, unknown>>>>
+) => {
+  const providers = new Map<string, { id: string; name: string; models: Array<CatalogModel> }>()
+  for (const match of output.matchAll(MODEL_BLOCK)) {
+    const [, providerId = "", listedId = "", body = ""] = match
+    if (!Object.hasOwn(credentials, providerId)) continue
+    const parsed: unknown = JSON.parse(body)
+    if (!isRecord(parsed)) continue
+    const capabilities = isRecord(parsed.capabilities) ? parsed.capabilities : {}
+    const limit = isRecord(parsed.limit) ? parsed.limit : {}
+    const entryName = credentials[providerId]?.name
+    const provider = providers.get(providerId) ?? {
+      id: providerId,
+      name: typeof entryName === "string" ? entryName : providerId,
+      models: []
+    }
+    const id = typeof parsed.id === "string" ? parsed.id : listedId
+    provider.models.push({
+      id,
+      name: typeof parsed.name === "string" && parsed.name !== "" ? parsed.name : id,
+      variants: isRecord(parsed.variants) ? Object.keys(parsed.variants) : [],
+      capabilities: {
+        attachment: flag(capabilities.attachment),
+        reasoning: flag(capabilities.reasoning),
+        temperature: flag(capabilities.temperature),
+        tool_call: flag(capabilities.toolcall)
+      },
+      limits: { context: integerOr0(limit.context), output: integerOr0(limit.output) }
+    })
+    providers.set(providerId, provider)
+  }
+  return [...providers.values()].sort((a, b) => a.id.localeCompare(b.id))
+}
+
+/** The CATALOG task for OPENCODE: `opencode models --verbose` with the run's config and keys. */
+export const openCodeCatalog =
+  (binary: string, version: string | null): AgentAdapter =>
+  (context) =>
+    Effect.suspend(() => {
+      const defined = providers(context.request)
+      if (Result.isFailure(defined)) {
+        return Effect.succeed<AgentOutcome>({
+          exitCode: null,
+          signal: null,
+          stderrTail: [],
+          usage: { input_tokens: 0, output_tokens: 0, cost_usd: null },
+          error: { code: "invalid_provider_credentials", message: defined.failure }
+        })
+      }
+      const config = prepare(context, defined.success.provider)
+      const lines: Array<string> = []
+      return runAgentProcess({
+        command: binary,
+        args: ["models", "--verbose"],
+        cwd: context.workspace,
+        env: environment(context, config, defined.success.auth),
+        grace: context.grace,
+        onSpawn: context.onSpawn,
+        onJson: (value) => lines.push(JSON.stringify(value)),
+        onText: (line) => lines.push(line)
+      }).pipe(
+        Effect.map((exit) =>
+          finishCatalog(
+            context,
+            exit,
+            () => {
+              const listed = parseOpenCodeModels(`${lines.join("\n")}\n`, context.request.provider_credentials)
+              return listed.length === 0 && Object.keys(context.request.provider_credentials).length > 0
+                ? `OpenCode lists no models for the providers ${Object.keys(context.request.provider_credentials).sort().join(", ")}`
+                : listed
+            },
+            `opencode ${version ?? "unknown"}`
+          )
+        )
       )
     })

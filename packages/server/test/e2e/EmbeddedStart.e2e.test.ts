@@ -61,7 +61,7 @@ describe("embedded start", () => {
         assert.match(runtime, /^http:\/\/127\.0\.0\.1:\d+$/)
         const runtimeHealth = yield* fetchStatus(`${runtime}/healthz`)
         assert.strictEqual(runtimeHealth.status, 200)
-        assert.strictEqual(JSON.parse(runtimeHealth.body).protocol_version, "1.0")
+        assert.strictEqual(JSON.parse(runtimeHealth.body).protocol_version, "1.1")
         const unauthenticated = yield* fetchStatus(`${runtime}/v1/runs/nope/result`)
         assert.strictEqual(unauthenticated.status, 401)
 
