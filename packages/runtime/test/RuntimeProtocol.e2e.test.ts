@@ -143,7 +143,7 @@ describe("health and guards", () => {
     expect(await future.json()).toEqual({
       error: {
         code: "protocol_version_unsupported",
-        message: "This runtime speaks protocol 1.0; 2.0 is not compatible"
+        message: "This runtime speaks protocol 1.1; 2.0 is not compatible"
       }
     })
     const unknownRun = await call(runtime.base, "GET", "/v1/runs/nope:1/result")

@@ -5,13 +5,16 @@
  */
 import { type WorkflowType, WorkflowTypes } from "@bosun/actors/attempt/AttemptPorts"
 import { Effect, Layer } from "effect"
+import { catalogDiscoveryWorkflow } from "../workflows/CatalogDiscoveryWorkflow.ts"
 
 const registry = (types: Readonly<Record<string, WorkflowType>>) =>
   WorkflowTypes.of({ get: (workflowType) => (Object.hasOwn(types, workflowType) ? types[workflowType] : undefined) })
 
-/** The types, built with the services they need (repositories, clients). */
+/** Production's workflow types, built with the services they need (repositories, clients). */
+export const productionWorkflowTypes = Effect.map(catalogDiscoveryWorkflow, (catalog) => ({ ...catalog }))
+
+/** The given types (built with what they need), registered; tests add theirs to production's this way. */
 export const layerWorkflowTypes = <E, R>(types: Effect.Effect<Readonly<Record<string, WorkflowType>>, E, R>) =>
   Layer.effect(WorkflowTypes, Effect.map(types, registry))
 
-/** Production's workflow types. */
-export const WorkflowTypesLive = Layer.succeed(WorkflowTypes, registry({}))
+export const WorkflowTypesLive = layerWorkflowTypes(productionWorkflowTypes)

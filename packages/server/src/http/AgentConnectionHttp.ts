@@ -3,10 +3,14 @@
  * Authentication 3, 7). Writes need ADMIN or SUPER_USER and are audited with the credential's
  * fingerprint (never its value); the optional `repository_id` query parameter selects the
  * repository's override, which leaves the organization's credentials untouched. An import keeps
- * only `auth` and lists every other top-level section it dropped in `excluded_sections`.
+ * only `auth` and lists every other top-level section it dropped in `excluded_sections`. A write
+ * queues a catalog discovery run in its transaction and wakes the Scheduler after the commit.
  */
+
+import { wakeScheduler } from "@bosun/actors/scheduler/SchedulerEntity"
 import { BosunApi, CurrentUser, ErrorCodes, NotFound } from "@bosun/domain"
 import { Effect, Option } from "effect"
+import { Sharding } from "effect/cluster"
 import { SqlClient } from "effect/sql"
 import { AgentConnectionsRepo, type ProviderCredentials } from "../persistence/AgentConnectionsRepo.ts"
 import { AuditLog } from "../persistence/AuditLog.ts"
@@ -23,6 +27,7 @@ export const AgentConnectionHttp = group(
     const connections = yield* AgentConnectionsRepo
     const audit = yield* AuditLog
     const sql = yield* SqlClient.SqlClient
+    const wake = Effect.provideService(wakeScheduler, Sharding.Sharding, yield* Sharding.Sharding)
 
     const requireRepository = (organizationId: string, repositoryId: string | undefined) =>
       repositoryId === undefined
@@ -43,7 +48,7 @@ export const AgentConnectionHttp = group(
         yield* access.require(organizationId, "ADMIN")
         yield* requireRepository(organizationId, repositoryId)
         const user = yield* CurrentUser
-        yield* sql
+        const written = yield* sql
           .withTransaction(
             Effect.gen(function* () {
               yield* connections.write(organizationId, repositoryId ?? null, change, user.userId)
@@ -56,10 +61,13 @@ export const AgentConnectionHttp = group(
                   repositoryId === undefined ? "agent_connection:organization" : `agent_connection:${repositoryId}`,
                 details: { fingerprint: written.auth.fingerprint, version: written.auth.active_version }
               })
+              return written
             })
           )
           .pipe(Effect.orDie)
-        return yield* connections.view(organizationId, repositoryId ?? null)
+        // The write queued a catalog discovery run; the answer shows the connection as committed.
+        yield* wake
+        return written
       })
 
     return handlers

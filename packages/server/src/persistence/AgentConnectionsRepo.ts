@@ -3,11 +3,21 @@
  * Authentication 3, 7). The credentials of a scope (the organization, or one repository's
  * override) are one sealed JSON object, provider id -> credential, bound to its row; a write
  * opens it, changes it, seals it again, raises the version and queues a discovery, all in the
- * caller's transaction under a row lock. Reads return fingerprints and versions, never plaintext.
- * Every query filters by the organization.
+ * caller's transaction under a row lock. Reads return fingerprints and versions, never plaintext;
+ * only the catalog_discovery workflow opens the credentials (`credentials`), to hand them to the
+ * agent CLI in its sandbox. Every query filters by the organization.
+ *
+ * A discovery is a row plus a run of workflow_type catalog_discovery (one per scope at a time:
+ * the runs of a scope share a session key, so they run in order). The row records QUEUED at
+ * creation and SUCCEEDED with the catalog when the run publishes; RUNNING and FAILED are read
+ * from the run itself (a run that failed or was cancelled is a FAILED discovery with the run's
+ * error), so no failure path of the cluster has to remember to update the row. While a newer
+ * discovery has not succeeded, the last successful catalog stays on show; `ready` needs the
+ * newest discovery — the one for the current credentials — to have succeeded.
  */
 import { createHash, randomUUID } from "node:crypto"
-import type { AgentConnection } from "@bosun/domain"
+import { enqueueRun } from "@bosun/actors/jobs/RunQueue"
+import type { AgentConnection, CatalogOutput } from "@bosun/domain"
 import { canonicalJson } from "@bosun/domain"
 import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { SqlClient } from "effect/sql"
@@ -32,6 +42,16 @@ interface ScopeRow {
   readonly auth_version: number
   readonly auth_fingerprint: string
   readonly provider_ids: ReadonlyArray<string>
+}
+
+/** The workflow type of a catalog discovery run. */
+export const CATALOG_DISCOVERY = "catalog_discovery"
+
+export interface DiscoveryRecord {
+  readonly id: string
+  readonly repositoryId: string | null
+  readonly credentialFingerprint: string | null
+  readonly workflowRunId: string | null
 }
 
 interface DiscoveryRow {
@@ -62,6 +82,29 @@ export class AgentConnectionsRepo extends Context.Service<
       change: (current: ProviderCredentials) => ProviderCredentials,
       userId: string
     ) => Effect.Effect<void>
+    /** Queues a discovery of one scope's catalog (a row and its run), in the caller's transaction. */
+    readonly queueDiscovery: (
+      organizationId: string,
+      repositoryId: string | null
+    ) => Effect.Effect<Option.Option<DiscoveryRecord>>
+    readonly discovery: (organizationId: string, discoveryId: string) => Effect.Effect<Option.Option<DiscoveryRecord>>
+    /** The plaintext credentials of exactly this scope (no inheritance), for the discovery run only. */
+    readonly credentials: (
+      organizationId: string,
+      repositoryId: string | null
+    ) => Effect.Effect<Option.Option<{ readonly credentials: ProviderCredentials; readonly fingerprint: string }>>
+    readonly recordConfiguration: (
+      organizationId: string,
+      discoveryId: string,
+      configurationFingerprint: string
+    ) => Effect.Effect<void>
+    /** Records a discovery run's catalog; a repeat for the same run changes nothing. */
+    readonly recordCatalog: (
+      organizationId: string,
+      discoveryId: string,
+      runId: string,
+      output: CatalogOutput
+    ) => Effect.Effect<void>
   }
 >()("bosun/server/persistence/AgentConnectionsRepo") {
   static readonly layer = Layer.effect(
@@ -89,12 +132,36 @@ export class AgentConnectionsRepo extends Context.Service<
         const organization = yield* scopeRow(organizationId, null, false)
         const effective = Option.orElse(own, () => organization)
         const scopeRepositoryId = Option.isSome(own) ? repositoryId : null
+        const scopeKey = scopeRepositoryId ?? ""
         const [discovery] = yield* sql<DiscoveryRow>`
-          SELECT id, status, repository_id, credential_fingerprint, configuration_fingerprint, catalog, provider_version,
-                 error, workflow_run_id, started_at, finished_at, last_successful_at, updated_at
-          FROM agent_catalog_discoveries
-          WHERE organization_id = ${organizationId} AND coalesce(repository_id, '') = ${scopeRepositoryId ?? ""}
-          ORDER BY updated_at DESC, id LIMIT 1`.pipe(Effect.orDie)
+          SELECT d.id, d.repository_id, d.credential_fingerprint, d.configuration_fingerprint, d.catalog,
+                 d.provider_version, d.workflow_run_id, d.updated_at,
+                 CASE WHEN d.status IN ('SUCCEEDED', 'FAILED') THEN d.status
+                      WHEN r.status IN ('FAILED', 'CANCELLED') THEN 'FAILED'
+                      WHEN r.status = 'RUNNING' THEN 'RUNNING'
+                      ELSE d.status END AS status,
+                 coalesce(d.error, CASE WHEN r.status = 'CANCELLED' THEN 'The discovery run was cancelled'
+                                        WHEN r.status = 'FAILED'
+                                        THEN coalesce(r.error_message, 'The discovery run failed') END) AS error,
+                 coalesce(d.started_at, r.started_at) AS started_at,
+                 coalesce(d.finished_at, CASE WHEN r.status IN ('FAILED', 'CANCELLED') THEN r.finished_at END)
+                   AS finished_at,
+                 (SELECT max(s.last_successful_at) FROM agent_catalog_discoveries s
+                  WHERE s.organization_id = d.organization_id
+                    AND coalesce(s.repository_id, '') = coalesce(d.repository_id, '')) AS last_successful_at
+          FROM agent_catalog_discoveries d
+          LEFT JOIN workflow_runs r ON r.id = d.workflow_run_id AND r.organization_id = d.organization_id
+          WHERE d.organization_id = ${organizationId} AND coalesce(d.repository_id, '') = ${scopeKey}
+          ORDER BY d.created_at DESC, d.id LIMIT 1`.pipe(Effect.orDie)
+        // The catalog on show: this discovery's, or while it has not succeeded, the last one that did.
+        const shown =
+          discovery === undefined || discovery.status === "SUCCEEDED"
+            ? discovery?.catalog
+            : (yield* sql<{ catalog: AgentConnection["catalog"]["catalog"] }>`
+                SELECT catalog FROM agent_catalog_discoveries
+                WHERE organization_id = ${organizationId} AND coalesce(repository_id, '') = ${scopeKey}
+                  AND status = 'SUCCEEDED'
+                ORDER BY last_successful_at DESC LIMIT 1`.pipe(Effect.orDie))[0]?.catalog
         const configured = Option.isSome(effective)
         return {
           auth: {
@@ -107,7 +174,7 @@ export class AgentConnectionsRepo extends Context.Service<
             source_scope: Option.isSome(own) ? ("REPOSITORY" as const) : ("ORGANIZATION" as const)
           },
           catalog: {
-            catalog: discovery?.catalog ?? { providers: [], runtime_version: "" },
+            catalog: shown ?? { providers: [], runtime_version: "" },
             configuration_fingerprint: discovery?.configuration_fingerprint ?? null,
             credential_fingerprint: discovery?.credential_fingerprint ?? null,
             error: discovery?.error ?? null,
@@ -172,12 +239,110 @@ export class AgentConnectionsRepo extends Context.Service<
           ON CONFLICT (id) DO UPDATE SET auth = excluded.auth, auth_version = excluded.auth_version,
             auth_fingerprint = excluded.auth_fingerprint, provider_ids = excluded.provider_ids,
             updated_by = excluded.updated_by, updated_at = now()`.pipe(Effect.orDie)
-        yield* sql`
-          INSERT INTO agent_catalog_discoveries (organization_id, repository_id, credential_fingerprint)
-          VALUES (${organizationId}, ${repositoryId}, ${fingerprint})`.pipe(Effect.orDie)
+        yield* queueDiscovery(organizationId, repositoryId)
       })
 
-      return AgentConnectionsRepo.of({ view, write })
+      const queueDiscovery = Effect.fn("AgentConnectionsRepo.queueDiscovery")(function* (
+        organizationId: string,
+        repositoryId: string | null
+      ) {
+        const scope = yield* scopeRow(organizationId, repositoryId, false)
+        if (Option.isNone(scope)) return Option.none<DiscoveryRecord>()
+        const [row] = yield* sql<{ id: string }>`
+          INSERT INTO agent_catalog_discoveries (organization_id, repository_id, credential_fingerprint)
+          VALUES (${organizationId}, ${repositoryId}, ${scope.value.auth_fingerprint})
+          RETURNING id`.pipe(Effect.orDie)
+        const discoveryId = row?.id ?? ""
+        const queued = yield* enqueueRun({
+          organizationId,
+          repositoryId,
+          workflowType: CATALOG_DISCOVERY,
+          lane: "AGENT",
+          // One discovery of a scope at a time, in the order they were asked for.
+          sessionKey: `catalog:${organizationId}:${repositoryId ?? "-"}`,
+          inputSnapshot: { discovery_id: discoveryId }
+        }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+        yield* sql`
+          UPDATE agent_catalog_discoveries SET workflow_run_id = ${queued.runId}
+          WHERE organization_id = ${organizationId} AND id = ${discoveryId}`.pipe(Effect.orDie)
+        return Option.some<DiscoveryRecord>({
+          id: discoveryId,
+          repositoryId,
+          credentialFingerprint: scope.value.auth_fingerprint,
+          workflowRunId: queued.runId
+        })
+      })
+
+      const discovery = Effect.fn("AgentConnectionsRepo.discovery")(function* (
+        organizationId: string,
+        discoveryId: string
+      ) {
+        const rows = yield* sql<{
+          id: string
+          repository_id: string | null
+          credential_fingerprint: string | null
+          workflow_run_id: string | null
+        }>`
+          SELECT id, repository_id, credential_fingerprint, workflow_run_id FROM agent_catalog_discoveries
+          WHERE organization_id = ${organizationId} AND id = ${discoveryId}`.pipe(Effect.orDie)
+        return Option.map(
+          Option.fromUndefinedOr(rows[0]),
+          (row): DiscoveryRecord => ({
+            id: row.id,
+            repositoryId: row.repository_id,
+            credentialFingerprint: row.credential_fingerprint,
+            workflowRunId: row.workflow_run_id
+          })
+        )
+      })
+
+      const credentials = Effect.fn("AgentConnectionsRepo.credentials")(function* (
+        organizationId: string,
+        repositoryId: string | null
+      ) {
+        const scope = yield* scopeRow(organizationId, repositoryId, false)
+        if (Option.isNone(scope)) return Option.none()
+        const plain = yield* secrets.open(scope.value.auth, place(scope.value.id)).pipe(Effect.orDie)
+        const opened = yield* decodeCredentials(Redacted.value(plain)).pipe(Effect.orDie)
+        return Option.some({ credentials: opened, fingerprint: scope.value.auth_fingerprint })
+      })
+
+      const recordConfiguration = Effect.fn("AgentConnectionsRepo.recordConfiguration")(function* (
+        organizationId: string,
+        discoveryId: string,
+        configurationFingerprint: string
+      ) {
+        yield* sql`
+          UPDATE agent_catalog_discoveries SET configuration_fingerprint = ${configurationFingerprint}, updated_at = now()
+          WHERE organization_id = ${organizationId} AND id = ${discoveryId}`.pipe(Effect.orDie)
+      })
+
+      const recordCatalog = Effect.fn("AgentConnectionsRepo.recordCatalog")(function* (
+        organizationId: string,
+        discoveryId: string,
+        runId: string,
+        output: CatalogOutput
+      ) {
+        yield* sql`
+          UPDATE agent_catalog_discoveries
+          SET status = 'SUCCEEDED', catalog = ${JSON.stringify(output.catalog)}::jsonb,
+              provider_version = ${output.provider_version}, error = NULL,
+              started_at = coalesce(started_at, (SELECT started_at FROM workflow_runs
+                                                 WHERE organization_id = ${organizationId} AND id = ${runId})),
+              finished_at = now(), last_successful_at = now(), updated_at = now()
+          WHERE organization_id = ${organizationId} AND id = ${discoveryId} AND workflow_run_id = ${runId}
+            AND status <> 'SUCCEEDED'`.pipe(Effect.orDie)
+      })
+
+      return AgentConnectionsRepo.of({
+        view,
+        write,
+        queueDiscovery,
+        discovery,
+        credentials,
+        recordConfiguration,
+        recordCatalog
+      })
     })
   )
 }

@@ -23,7 +23,8 @@ const AGENT_ONE_FINDING = "agent_one_on_platform_container"
 export class ConfigurationRepo extends Context.Service<
   ConfigurationRepo,
   {
-    readonly effective: (organizationId: string, repositoryId: string) => Effect.Effect<RepositoryConfiguration>
+    /** The configuration in force for a repository, or for the organization as a whole (null). */
+    readonly effective: (organizationId: string, repositoryId: string | null) => Effect.Effect<RepositoryConfiguration>
     readonly updateRepository: (
       organizationId: string,
       repositoryId: string,
@@ -56,8 +57,9 @@ export class ConfigurationRepo extends Context.Service<
 
       const effective = Effect.fn("ConfigurationRepo.effective")(function* (
         organizationId: string,
-        repositoryId: string
+        repositoryId: string | null
       ) {
+        // With no repository, `repository_id = NULL` matches nothing: the organization's groups alone.
         const rows = yield* sql<{ group_name: ConfigurationGroup; value: GroupValues; repository_level: boolean }>`
           SELECT group_name, value, repository_id IS NOT NULL AS repository_level FROM configuration_groups
           WHERE organization_id = ${organizationId} AND (repository_id IS NULL OR repository_id = ${repositoryId})`.pipe(

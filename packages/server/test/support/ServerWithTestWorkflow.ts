@@ -1,6 +1,6 @@
 /**
  * The production server (`makeServerLive`, as `npm start` builds it) in a process of its own, with
- * one more workflow type registered through the port: `test_echo`, which runs the CUSTOM runtime
+ * production's workflow types and one more registered through the port: `test_echo`, which runs the CUSTOM runtime
  * profile its run's input names and publishes one row per attempt into `test_published` (the
  * test creates that table). `TEST_PUBLISH_DELAY_MS` holds the publish step open after its write,
  * so a test can kill the process mid-publish. Everything else is configured by the environment,
@@ -11,7 +11,7 @@ import type { RunRequest } from "@bosun/domain"
 import { NodeRuntime } from "@effect/platform-node"
 import { Duration, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { layerWorkflowTypes } from "../../src/cluster/WorkflowTypesLive.ts"
+import { layerWorkflowTypes, productionWorkflowTypes } from "../../src/cluster/WorkflowTypesLive.ts"
 import { layerJsonLogger } from "../../src/observability/JsonLogger.ts"
 import { makeServerLive } from "../../src/Server.ts"
 
@@ -51,7 +51,11 @@ const testEcho = (sql: SqlClient.SqlClient): WorkflowType => ({
 })
 
 const server = makeServerLive(
-  layerWorkflowTypes(Effect.map(SqlClient.SqlClient, (sql) => ({ test_echo: testEcho(sql) })))
+  layerWorkflowTypes(
+    Effect.all([productionWorkflowTypes, SqlClient.SqlClient]).pipe(
+      Effect.map(([production, sql]) => ({ ...production, test_echo: testEcho(sql) }))
+    )
+  )
 )
 
 Layer.launch(server).pipe(Effect.provide(layerJsonLogger()), NodeRuntime.runMain)
