@@ -1,5 +1,6 @@
 export * from "./Eventually.ts"
 export * from "./FakeComposio.ts"
+export * from "./FakeDeviceAuthServer.ts"
 export * from "./FakeGithub.ts"
 export * from "./FakeModelServer.ts"
 export * from "./LogCapture.ts"

@@ -2,7 +2,8 @@
  * Bosun's cluster in one Layer (DESIGN: Actors and workflows): a runner of `effect/cluster` with
  * its message and runner storage in the same Postgres (its own `cluster_*` tables, shard locks as
  * advisory locks), the socket transport between runners, the workflow engine on top, and Bosun's
- * entities and workflows — Scheduler (+ its alarm singleton), RunEvents, RunAttemptWorkflow.
+ * entities and workflows — Scheduler (+ its alarm singleton), RunEvents, RunAttemptWorkflow, Mutex,
+ * AgentDeviceAuth (when AGENT_ONE's device sign-in is configured).
  * One server process is one runner; more processes on one Postgres are more runners, and shards
  * (with the entities on them) move to the survivors when one stops (at once on SIGTERM, after
  * `shardLockExpiration` when it is killed).
@@ -14,6 +15,8 @@ import { type Duration, Layer, Option } from "effect"
 import { ClusterWorkflowEngine, RunnerAddress } from "effect/cluster"
 import { AttemptSettings, type AttemptSettingsShape } from "../attempt/AttemptSettings.ts"
 import { RunAttemptWorkflowLive } from "../attempt/RunAttemptWorkflow.ts"
+import { AgentDeviceAuthLive, type AgentDeviceAuthSettings } from "../auth/AgentDeviceAuth.ts"
+import { MutexLive } from "../coordination/Mutex.ts"
 import { RunEventsLive } from "../events/RunEvents.ts"
 import { layerScheduler, type SchedulerLayerSettings } from "../scheduler/Scheduler.ts"
 
@@ -26,6 +29,8 @@ export interface ClusterSettings {
   readonly shardLockExpiration: Duration.Duration
   readonly scheduler: SchedulerLayerSettings
   readonly attempts: AttemptSettingsShape
+  /** AGENT_ONE's device sign-in; without it the AgentDeviceAuth entity is not offered. */
+  readonly deviceAuth: Option.Option<AgentDeviceAuthSettings>
 }
 
 export const layerCluster = (settings: ClusterSettings) =>
@@ -44,7 +49,13 @@ export const layerCluster = (settings: ClusterSettings) =>
 
 /** The entities and workflows on a runner; needs the ports, `RuntimeClient` and a `SqlClient`. */
 export const layerActors = (settings: ClusterSettings) =>
-  Layer.mergeAll(RunEventsLive, RunAttemptWorkflowLive, layerScheduler(settings.scheduler)).pipe(
+  Layer.mergeAll(
+    RunEventsLive,
+    RunAttemptWorkflowLive,
+    layerScheduler(settings.scheduler),
+    MutexLive,
+    Option.match(settings.deviceAuth, { onNone: () => Layer.empty, onSome: AgentDeviceAuthLive })
+  ).pipe(
     Layer.provide(Layer.succeed(AttemptSettings, settings.attempts)),
     Layer.provideMerge(ClusterWorkflowEngine.layer),
     Layer.provideMerge(layerCluster(settings))

@@ -233,7 +233,14 @@ const clusterConfig: Config.Config<ClusterSettings> = Config.all({
   flushInterval: duration("BOSUN_EVENT_FLUSH_INTERVAL", Duration.seconds(1)),
   flushMaxEvents: Config.schema(PositiveInt, "BOSUN_EVENT_FLUSH_MAX_EVENTS").pipe(Config.withDefault(100)),
   heartbeatInterval: duration("BOSUN_ATTEMPT_HEARTBEAT", Duration.seconds(10)),
-  stepRetries: Config.schema(PositiveInt, "BOSUN_STEP_RETRIES").pipe(Config.withDefault(5))
+  stepRetries: Config.schema(PositiveInt, "BOSUN_STEP_RETRIES").pipe(Config.withDefault(5)),
+  // AGENT_ONE's device sign-in (RFC 8628): offered only when the provider's endpoints and client
+  // are configured — Bosun ships no guessed defaults for another company's OAuth server.
+  deviceAuthorizationUrl: Config.option(Config.URL("BOSUN_AGENT_ONE_DEVICE_AUTHORIZATION_URL")),
+  deviceTokenUrl: Config.option(Config.URL("BOSUN_AGENT_ONE_TOKEN_URL")),
+  deviceClientId: Config.option(Config.NonEmptyString("BOSUN_AGENT_ONE_CLIENT_ID")),
+  deviceScope: Config.String("BOSUN_AGENT_ONE_SCOPE").pipe(Config.withDefault("openid profile email offline_access")),
+  deviceRefreshMargin: duration("BOSUN_AGENT_ONE_REFRESH_MARGIN", Duration.minutes(5))
 }).pipe(
   Config.map(
     (c): ClusterSettings => ({
@@ -256,7 +263,23 @@ const clusterConfig: Config.Config<ClusterSettings> = Config.all({
         heartbeatInterval: c.heartbeatInterval,
         stepRetries: c.stepRetries,
         stepRetryBase: Duration.seconds(1)
-      }
+      },
+      deviceAuth: Option.all({
+        deviceAuthorizationUrl: c.deviceAuthorizationUrl,
+        tokenUrl: c.deviceTokenUrl,
+        clientId: c.deviceClientId
+      }).pipe(
+        Option.map(({ deviceAuthorizationUrl, tokenUrl, clientId }) => ({
+          clientId,
+          scope: c.deviceScope,
+          deviceAuthorizationUrl,
+          tokenUrl,
+          refreshMargin: c.deviceRefreshMargin,
+          retryBase: Duration.seconds(1),
+          retryMax: Duration.minutes(1),
+          requestTimeout: Duration.seconds(15)
+        }))
+      )
     })
   )
 )

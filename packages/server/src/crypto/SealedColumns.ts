@@ -18,7 +18,10 @@ export const SealedColumns: ReadonlyArray<SealedColumn> = [
   { table: "github_apps", column: "private_key", idColumn: "organization_id" },
   { table: "github_apps", column: "webhook_secret", idColumn: "organization_id" },
   { table: "organization_secrets", column: "value", idColumn: "id" },
-  { table: "agent_connections", column: "auth", idColumn: "id" }
+  { table: "agent_connections", column: "auth", idColumn: "id" },
+  { table: "device_authorizations", column: "device_code", idColumn: "id" },
+  { table: "device_authorizations", column: "access_token", idColumn: "id" },
+  { table: "device_authorizations", column: "refresh_token", idColumn: "id" }
 ]
 
 /** Where an envelope of `column` in row `rowId` lives: the AAD it is sealed with. */

@@ -74,7 +74,8 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
       heartbeatInterval: Duration.seconds(2),
       stepRetries: 3,
       stepRetryBase: Duration.millis(100)
-    }
+    },
+    deviceAuth: Option.none()
   },
   ...overrides
 })
