@@ -12,12 +12,15 @@
  * database before going on, so a subscriber never sees a gap or a duplicate.
  */
 import { WorkflowEvent } from "@bosun/domain"
-import { Effect, PubSub, Schema, Stream } from "effect"
+import { Effect, Option, PubSub, Schema, Stream } from "effect"
 import { Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { SqlClient } from "effect/sql"
 
 export const RING_SIZE = 500
+
+/** How many stored events one replay query reads. */
+const REPLAY_PAGE = 500
 
 export const Publish = Rpc.make("Publish", { payload: { events: Schema.Array(WorkflowEvent) } })
 
@@ -93,12 +96,24 @@ export const RunEventsLive = RunEvents.toLayer(
             const subscription = yield* PubSub.subscribe(live)
             const snapshot = ring
             const ringStart = snapshot[0]?.seq
+            // What the ring lacks, from the database a page at a time as the subscriber reads:
+            // a client resuming a long run never holds its whole history in memory at once.
+            const upTo = ringStart === undefined ? undefined : ringStart - 1
             const older =
-              ringStart === undefined
-                ? yield* withStore(readEvents(payload.organizationId, runId, payload.after))
-                : payload.after + 1 < ringStart
-                  ? yield* withStore(readEvents(payload.organizationId, runId, payload.after, ringStart - 1))
-                  : []
+              upTo !== undefined && payload.after >= upTo
+                ? Stream.empty
+                : Stream.paginate(payload.after, (cursor: number) =>
+                    Effect.map(
+                      withStore(readEvents(payload.organizationId, runId, cursor, upTo, REPLAY_PAGE)),
+                      (page) =>
+                        [
+                          page,
+                          page.length === REPLAY_PAGE
+                            ? Option.some(page[page.length - 1]?.seq ?? cursor)
+                            : Option.none()
+                        ] as const
+                    )
+                  )
             let delivered = payload.after
             const inOrder = (event: WorkflowEvent) =>
               Effect.gen(function* () {
@@ -110,7 +125,8 @@ export const RunEventsLive = RunEvents.toLayer(
                 delivered = event.seq
                 return [...missing, event]
               })
-            return Stream.fromIterable([...older, ...snapshot]).pipe(
+            return older.pipe(
+              Stream.concat(Stream.fromIterable(snapshot)),
               Stream.concat(Stream.fromSubscription(subscription)),
               Stream.mapEffect(inOrder),
               Stream.flatMap((events) => Stream.fromIterable(events))

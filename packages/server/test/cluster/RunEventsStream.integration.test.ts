@@ -43,8 +43,11 @@ const runWithWriter = (org: string) =>
     }
     const publisher = (yield* RunEvents.client)(created.id)
     let runtimeSeq = 0
-    /** Commits `count` runtime events, then publishes them: what the execute step does. */
-    const emit = (count: number) =>
+    /**
+     * Commits `count` runtime events, then publishes them: what the execute step does. Unpublished,
+     * they are what a RunEvents entity that restarted on another runner finds: rows, no ring.
+     */
+    const emit = (count: number, publish = true) =>
       Effect.gen(function* () {
         const events: Array<RunEvent> = Array.from({ length: count }, (_, i) => ({
           seq: runtimeSeq + i + 1,
@@ -55,7 +58,7 @@ const runWithWriter = (org: string) =>
         const written = yield* flushEvents(run, runtimeSeq, events)
         assert.isDefined(written)
         runtimeSeq += count
-        yield* publisher.Publish({ events: written ?? [] })
+        if (publish) yield* publisher.Publish({ events: written ?? [] })
       })
     return { member, runId: created.id, emit }
   })
@@ -146,6 +149,29 @@ layer(layerTestServer({ settings: { sseStreamDuration: Duration.seconds(1) } }),
             resumed.ids,
             upTo(50).map((n) => n + 550)
           )
+        }).pipe(Effect.scoped),
+      30_000
+    )
+
+    it.effect(
+      "with an empty ring a client gets the whole stored history, page by page, in order, once each",
+      () =>
+        Effect.gen(function* () {
+          const { member, runId, emit } = yield* runWithWriter("stream-cold")
+          for (let i = 0; i < 13; i++) yield* emit(100, false)
+          const received = yield* listen("stream-cold", runId, member.cookie, "?after=0")
+          yield* eventually(
+            Effect.sync(() => received.ids.length),
+            (n) => n >= 1300,
+            Duration.seconds(20)
+          )
+          // More than two replay pages, then live events after them.
+          yield* emit(5)
+          yield* eventually(
+            Effect.sync(() => received.ids.length),
+            (n) => n >= 1305
+          )
+          assert.deepStrictEqual(received.ids, upTo(1305))
         }).pipe(Effect.scoped),
       30_000
     )

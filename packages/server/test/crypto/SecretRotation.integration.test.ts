@@ -126,7 +126,8 @@ layer(Layer.mergeAll(TestDatabase.layer, LogCapture.layer), { excludeTestService
               )
             ),
             (status) => status === 200,
-            Duration.seconds(30)
+            // A server process starts its runtime and cluster runner too: minutes apart on a busy CI box.
+            Duration.seconds(90)
           )
 
         // First server: start a real rotation in small batches and kill it once it is under way.
