@@ -89,49 +89,53 @@ export const RunEventsLive = RunEvents.toLayer(
           ring = [...ring, ...fresh].slice(-RING_SIZE)
           yield* PubSub.publishAll(live, fresh)
         }),
+      // Forked: a subscription lasts as long as its SSE stream, and an entity handles one message
+      // at a time otherwise — Publish and every other subscriber would wait behind it.
       Subscribe: ({ payload }) =>
-        Stream.unwrap(
-          Effect.gen(function* () {
-            // Subscribe before looking at the ring, so nothing published meanwhile is missed.
-            const subscription = yield* PubSub.subscribe(live)
-            const snapshot = ring
-            const ringStart = snapshot[0]?.seq
-            // What the ring lacks, from the database a page at a time as the subscriber reads:
-            // a client resuming a long run never holds its whole history in memory at once.
-            const upTo = ringStart === undefined ? undefined : ringStart - 1
-            const older =
-              upTo !== undefined && payload.after >= upTo
-                ? Stream.empty
-                : Stream.paginate(payload.after, (cursor: number) =>
-                    Effect.map(
-                      withStore(readEvents(payload.organizationId, runId, cursor, upTo, REPLAY_PAGE)),
-                      (page) =>
-                        [
-                          page,
-                          page.length === REPLAY_PAGE
-                            ? Option.some(page[page.length - 1]?.seq ?? cursor)
-                            : Option.none()
-                        ] as const
+        Rpc.fork(
+          Stream.unwrap(
+            Effect.gen(function* () {
+              // Subscribe before looking at the ring, so nothing published meanwhile is missed.
+              const subscription = yield* PubSub.subscribe(live)
+              const snapshot = ring
+              const ringStart = snapshot[0]?.seq
+              // What the ring lacks, from the database a page at a time as the subscriber reads:
+              // a client resuming a long run never holds its whole history in memory at once.
+              const upTo = ringStart === undefined ? undefined : ringStart - 1
+              const older =
+                upTo !== undefined && payload.after >= upTo
+                  ? Stream.empty
+                  : Stream.paginate(payload.after, (cursor: number) =>
+                      Effect.map(
+                        withStore(readEvents(payload.organizationId, runId, cursor, upTo, REPLAY_PAGE)),
+                        (page) =>
+                          [
+                            page,
+                            page.length === REPLAY_PAGE
+                              ? Option.some(page[page.length - 1]?.seq ?? cursor)
+                              : Option.none()
+                          ] as const
+                      )
                     )
-                  )
-            let delivered = payload.after
-            const inOrder = (event: WorkflowEvent) =>
-              Effect.gen(function* () {
-                if (event.seq <= delivered) return [] as ReadonlyArray<WorkflowEvent>
-                const missing =
-                  event.seq > delivered + 1
-                    ? yield* withStore(readEvents(payload.organizationId, runId, delivered, event.seq - 1))
-                    : []
-                delivered = event.seq
-                return [...missing, event]
-              })
-            return older.pipe(
-              Stream.concat(Stream.fromIterable(snapshot)),
-              Stream.concat(Stream.fromSubscription(subscription)),
-              Stream.mapEffect(inOrder),
-              Stream.flatMap((events) => Stream.fromIterable(events))
-            )
-          })
+              let delivered = payload.after
+              const inOrder = (event: WorkflowEvent) =>
+                Effect.gen(function* () {
+                  if (event.seq <= delivered) return [] as ReadonlyArray<WorkflowEvent>
+                  const missing =
+                    event.seq > delivered + 1
+                      ? yield* withStore(readEvents(payload.organizationId, runId, delivered, event.seq - 1))
+                      : []
+                  delivered = event.seq
+                  return [...missing, event]
+                })
+              return older.pipe(
+                Stream.concat(Stream.fromIterable(snapshot)),
+                Stream.concat(Stream.fromSubscription(subscription)),
+                Stream.mapEffect(inOrder),
+                Stream.flatMap((events) => Stream.fromIterable(events))
+              )
+            })
+          )
         )
     })
   }),

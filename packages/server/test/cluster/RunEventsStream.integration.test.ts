@@ -193,7 +193,11 @@ layer(layerTestServer({ settings: { sseStreamDuration: Duration.seconds(1) } }),
             Duration.seconds(20)
           )
           assert.isAtLeast(received.reconnects, 2, "the stream ended with event: reconnect more than once")
-          assert.isAtLeast(received.opens, 3)
+          // The client comes back after each end, with Last-Event-ID.
+          yield* eventually(
+            Effect.sync(() => received.opens),
+            (n) => n >= 3
+          )
           assert.deepStrictEqual(received.ids, upTo(100))
         }).pipe(Effect.scoped),
       60_000
@@ -235,3 +239,45 @@ layer(layerTestServer({ settings: { sseStreamDuration: Duration.seconds(1) } }),
     )
   }
 )
+
+// Streams as long as production's (55 s): every test above would also pass if an open stream held
+// the run's RunEvents entity, since their streams end every second.
+layer(layerTestServer(), { excludeTestServices: true })("the live run stream, streams open for long", (it) => {
+  it.effect(
+    "while streams stay open, live events and new subscribers are served at once, not when a stream ends",
+    () =>
+      Effect.gen(function* () {
+        const { member, runId, emit } = yield* runWithWriter("stream-long")
+        const first = yield* listen("stream-long", runId, member.cookie)
+        yield* emit(3)
+        yield* eventually(
+          Effect.sync(() => first.ids.length),
+          (n) => n === 3,
+          Duration.seconds(10)
+        )
+        const second = yield* listen("stream-long", runId, member.cookie)
+        const third = yield* listen("stream-long", runId, member.cookie, "?after=1")
+        yield* eventually(
+          Effect.sync(() => [second.ids.length, third.ids.length]),
+          ([b, c]) => b === 3 && c === 2,
+          Duration.seconds(10)
+        )
+        yield* emit(4)
+        yield* eventually(
+          Effect.sync(() => [first.ids.length, second.ids.length, third.ids.length]),
+          ([a, b, c]) => a === 7 && b === 7 && c === 6,
+          Duration.seconds(10)
+        )
+        assert.deepStrictEqual(first.ids, upTo(7))
+        assert.deepStrictEqual(second.ids, upTo(7))
+        assert.deepStrictEqual(
+          third.ids,
+          upTo(6).map((n) => n + 1)
+        )
+        // No stream has ended yet: all of it happened inside one stream each.
+        assert.deepStrictEqual([first.reconnects, second.reconnects, third.reconnects], [0, 0, 0])
+        assert.deepStrictEqual([first.opens, second.opens, third.opens], [1, 1, 1])
+      }).pipe(Effect.scoped),
+    60_000
+  )
+})
