@@ -24,9 +24,14 @@ const REPLAY_PAGE = 500
 
 export const Publish = Rpc.make("Publish", { payload: { events: Schema.Array(WorkflowEvent) } })
 
+/**
+ * A subscription streams batches: consecutive events in order, as they were committed together.
+ * One message per flush and subscriber instead of one per event keeps the fan-out's cost per
+ * event low (the cluster's reply path costs the same for one event as for a hundred).
+ */
 export const Subscribe = Rpc.make("Subscribe", {
   payload: { organizationId: Schema.String, after: Schema.Int },
-  success: WorkflowEvent,
+  success: Schema.Array(WorkflowEvent),
   stream: true
 })
 
@@ -74,7 +79,7 @@ export const RunEventsLive = RunEvents.toLayer(
     const address = yield* Entity.CurrentAddress
     const runId = address.entityId
     const sql = yield* SqlClient.SqlClient
-    const live = yield* PubSub.unbounded<WorkflowEvent>()
+    const live = yield* PubSub.unbounded<ReadonlyArray<WorkflowEvent>>()
     let ring: Array<WorkflowEvent> = []
     const lastSeq = () => ring[ring.length - 1]?.seq ?? 0
 
@@ -87,7 +92,7 @@ export const RunEventsLive = RunEvents.toLayer(
           const fresh = payload.events.filter((event) => event.seq > lastSeq())
           if (fresh.length === 0) return
           ring = [...ring, ...fresh].slice(-RING_SIZE)
-          yield* PubSub.publishAll(live, fresh)
+          yield* PubSub.publish(live, fresh)
         }),
       // Forked: a subscription lasts as long as its SSE stream, and an entity handles one message
       // at a time otherwise — Publish and every other subscriber would wait behind it.
@@ -110,7 +115,7 @@ export const RunEventsLive = RunEvents.toLayer(
                         withStore(readEvents(payload.organizationId, runId, cursor, upTo, REPLAY_PAGE)),
                         (page) =>
                           [
-                            page,
+                            page.length === 0 ? [] : [page],
                             page.length === REPLAY_PAGE
                               ? Option.some(page[page.length - 1]?.seq ?? cursor)
                               : Option.none()
@@ -118,21 +123,24 @@ export const RunEventsLive = RunEvents.toLayer(
                       )
                     )
               let delivered = payload.after
-              const inOrder = (event: WorkflowEvent) =>
+              const inOrder = (batch: ReadonlyArray<WorkflowEvent>) =>
                 Effect.gen(function* () {
-                  if (event.seq <= delivered) return [] as ReadonlyArray<WorkflowEvent>
+                  const fresh = batch.filter((event) => event.seq > delivered)
+                  const first = fresh[0]
+                  if (first === undefined) return fresh
                   const missing =
-                    event.seq > delivered + 1
-                      ? yield* withStore(readEvents(payload.organizationId, runId, delivered, event.seq - 1))
+                    first.seq > delivered + 1
+                      ? yield* withStore(readEvents(payload.organizationId, runId, delivered, first.seq - 1))
                       : []
-                  delivered = event.seq
-                  return [...missing, event]
+                  const events = missing.length === 0 ? fresh : [...missing, ...fresh]
+                  delivered = events[events.length - 1]?.seq ?? delivered
+                  return events
                 })
               return older.pipe(
-                Stream.concat(Stream.fromIterable(snapshot)),
+                Stream.concat(snapshot.length === 0 ? Stream.empty : Stream.make(snapshot)),
                 Stream.concat(Stream.fromSubscription(subscription)),
                 Stream.mapEffect(inOrder),
-                Stream.flatMap((events) => Stream.fromIterable(events))
+                Stream.filter((events) => events.length > 0)
               )
             })
           )
