@@ -18,6 +18,7 @@ import { Migrator } from "../persistence/Migrator.ts"
 import { appServices } from "../Server.ts"
 import { BOSUN_VERSION } from "../Version.ts"
 import { CliFailure } from "./CliFailure.ts"
+import { discover } from "./commands/agentConnection.ts"
 import { keys } from "./commands/keys.ts"
 import { link } from "./commands/organizations.ts"
 import { rotate, status } from "./commands/secrets.ts"
@@ -32,7 +33,7 @@ const services = (rotationWorker: boolean) =>
   appServices({ rotationWorker }).pipe(
     Layer.provideMerge(Migrator.layer),
     Layer.tap((context) => Context.get(context, Migrator).awaitReady),
-    Layer.provide(DatabaseCliLive),
+    Layer.provideMerge(DatabaseCliLive),
     Layer.provideMerge(InstanceSecrets.layer),
     Layer.provideMerge(AppConfig.layer)
   )
@@ -57,9 +58,14 @@ const organizations = Command.make("organizations").pipe(
   Command.withSubcommands([link.pipe(Command.provide(services(false)))])
 )
 
+const agentConnection = Command.make("agent-connection").pipe(
+  Command.withDescription("Agent connections"),
+  Command.withSubcommands([discover.pipe(Command.provide(services(false)))])
+)
+
 const bosun = Command.make("bosun").pipe(
   Command.withDescription("Bosun operator commands"),
-  Command.withSubcommands([keys, secrets, sessions, users, organizations])
+  Command.withSubcommands([keys, secrets, sessions, users, organizations, agentConnection])
 )
 
 /** The line a failure prints: none for parse errors and help, which the CLI has already shown. */

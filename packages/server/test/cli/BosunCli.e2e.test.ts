@@ -11,7 +11,9 @@ import { assert, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../../src/config/AppConfig.ts"
+import { AgentConnectionsRepo } from "../../src/persistence/AgentConnectionsRepo.ts"
 import { Migrator } from "../../src/persistence/Migrator.ts"
+import { OrganizationsRepo } from "../../src/persistence/OrganizationsRepo.ts"
 import { AppServicesLive } from "../../src/Server.ts"
 import { cleanEnv } from "../support/Process.ts"
 import { layerTestSecrets, testSettings } from "../support/TestServer.ts"
@@ -179,6 +181,72 @@ layer(Layer.mergeAll(TestDatabase.layer, LogCapture.layer), { excludeTestService
         const bad = yield* bosun(["sessions", "create", "--org", "org-cli-s", "--login", "not a login"], env)
         assert.strictEqual(bad.code, 1)
         assert.strictEqual(bad.stdout.includes("bosun_session="), false)
+      }),
+    120_000
+  )
+
+  it.effect(
+    "agent-connection discover queues a catalog discovery run of the scope's credentials; no credentials or an unknown repository is exit 1",
+    () =>
+      Effect.gen(function* () {
+        const database = yield* TestDatabase
+        const sql = yield* SqlClient.SqlClient
+        yield* Effect.gen(function* () {
+          const organizations = yield* OrganizationsRepo
+          const connections = yield* AgentConnectionsRepo
+          yield* organizations.ensure("org-cli-ac")
+          yield* organizations.ensure("org-cli-empty")
+          const [user] = yield* sql<{ id: string }>`INSERT INTO users (login) VALUES ('cli-ac-admin') RETURNING id`
+          yield* connections.write(
+            "org-cli-ac",
+            null,
+            () => ({ fake: { type: "api", key: "sk-cli-secret" } }),
+            user?.id ?? ""
+          )
+        }).pipe(Effect.provide(servicesV1))
+        const env = { DATABASE_URL: database.url, BOSUN_MASTER_KEY: oldKey }
+        const [before] = yield* sql<{ n: string }>`
+          SELECT count(*)::text AS n FROM agent_catalog_discoveries WHERE organization_id = 'org-cli-ac'`
+
+        const queued = yield* bosun(["agent-connection", "discover", "--org", "org-cli-ac"], env)
+        assert.strictEqual(queued.code, 0, queued.stderr)
+        const [discovery] = yield* sql<{ id: string; status: string; workflow_run_id: string; repository_id: null }>`
+          SELECT id, status, workflow_run_id, repository_id FROM agent_catalog_discoveries
+          WHERE organization_id = 'org-cli-ac' ORDER BY created_at DESC LIMIT 1`
+        assert.strictEqual(discovery?.status, "QUEUED")
+        assert.isNull(discovery?.repository_id ?? null)
+        assert.strictEqual(
+          queued.stdout,
+          `catalog discovery ${discovery?.id} queued as workflow run ${discovery?.workflow_run_id}; a running server starts it within its Scheduler tick\n`
+        )
+        const [run] = yield* sql<{ workflow_type: string; status: string; lane: string; session_key: string }>`
+          SELECT r.workflow_type, r.status, j.lane, j.session_key FROM workflow_runs r JOIN jobs j ON j.run_id = r.id
+          WHERE r.organization_id = 'org-cli-ac' AND r.id = ${discovery?.workflow_run_id ?? ""}`
+        assert.deepStrictEqual(run, {
+          workflow_type: "catalog_discovery",
+          status: "QUEUED",
+          lane: "AGENT",
+          session_key: "catalog:org-cli-ac:-"
+        })
+        const [after] = yield* sql<{ n: string }>`
+          SELECT count(*)::text AS n FROM agent_catalog_discoveries WHERE organization_id = 'org-cli-ac'`
+        assert.strictEqual(Number(after?.n), Number(before?.n) + 1)
+        const [audit] = yield* sql<{ actor_kind: string; target: string }>`
+          SELECT actor_kind, target FROM audit_events WHERE action = 'agent_connection.discover'`
+        assert.deepStrictEqual(audit, { actor_kind: "operator", target: "agent_connection:organization" })
+
+        const none = yield* bosun(["agent-connection", "discover", "--org", "org-cli-empty"], env)
+        assert.strictEqual(none.code, 1)
+        assert.include(none.stderr, "org-cli-empty has no agent-connection credentials")
+        const unknown = yield* bosun(
+          ["agent-connection", "discover", "--org", "org-cli-ac", "--repository", "no-such-repo"],
+          env
+        )
+        assert.strictEqual(unknown.code, 1)
+        assert.include(unknown.stderr, "has no repository no-such-repo")
+        const [unchanged] = yield* sql<{ n: string }>`SELECT count(*)::text AS n FROM agent_catalog_discoveries`
+        assert.strictEqual(Number(unchanged?.n), Number(after?.n))
+        assert.notInclude(queued.stdout + queued.stderr + none.stderr, "sk-cli-secret")
       }),
     120_000
   )
