@@ -12,7 +12,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import type { RunRequest, RunUsage } from "@bosun/domain"
-import type { Duration, Effect } from "effect"
+import { type Duration, Effect } from "effect"
 
 export interface AgentContext {
   readonly request: RunRequest
@@ -40,6 +40,16 @@ export interface AgentOutcome {
 }
 
 export type AgentAdapter = (context: AgentContext) => Effect.Effect<AgentOutcome>
+
+/** An attempt refused before its CLI ran (e.g. credentials it cannot use): no exit, no usage. */
+export const refusedOutcome = (code: string, message: string): Effect.Effect<AgentOutcome> =>
+  Effect.succeed({
+    exitCode: null,
+    signal: null,
+    stderrTail: [],
+    usage: { input_tokens: 0, output_tokens: 0, cost_usd: null },
+    error: { code, message }
+  })
 
 /**
  * The runtime's egress settings an agent must share: in a platform container every connection

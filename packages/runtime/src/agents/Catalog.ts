@@ -8,9 +8,10 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import type { AgentCatalog, CatalogOutput } from "@bosun/domain"
+import { Effect } from "effect"
 import manifest from "../../package.json" with { type: "json" }
 import type { AgentContext, AgentOutcome } from "./Agent.ts"
-import type { AgentExit } from "./AgentProcess.ts"
+import { type AgentExit, runAgentProcess } from "./AgentProcess.ts"
 
 /** The runtime's own version, recorded in every catalog it produces. */
 export const RUNTIME_VERSION = `bosun-runtime ${manifest.version}`
@@ -24,7 +25,7 @@ export const integerOr0 = (value: unknown) =>
  * Ends a listing: a CLI that failed is reported with its exit; a listing that cannot be read fails
  * the run with `catalog_unreadable`; otherwise the catalog is written and the run succeeds.
  */
-export const finishCatalog = (
+const finishCatalog = (
   context: AgentContext,
   exit: AgentExit,
   listing: () => AgentCatalog["providers"] | string,
@@ -45,4 +46,27 @@ export const finishCatalog = (
     providers: providers.map((provider) => ({ id: provider.id, models: provider.models.length }))
   })
   return { ...exit, usage: NO_USAGE }
+}
+
+/**
+ * Runs a CLI's listing command to the end, collecting everything it prints, and ends the run
+ * with `listing`'s reading of that output (the catalog, or why it cannot be read).
+ */
+export const runListing = (
+  context: AgentContext,
+  command: { readonly binary: string; readonly args: ReadonlyArray<string>; readonly env: Record<string, string> },
+  listing: (output: string) => AgentCatalog["providers"] | string,
+  providerVersion: string
+): Effect.Effect<AgentOutcome> => {
+  const lines: Array<string> = []
+  return runAgentProcess({
+    command: command.binary,
+    args: command.args,
+    cwd: context.workspace,
+    env: command.env,
+    grace: context.grace,
+    onSpawn: context.onSpawn,
+    onJson: (value) => lines.push(JSON.stringify(value)),
+    onText: (line) => lines.push(line)
+  }).pipe(Effect.map((exit) => finishCatalog(context, exit, () => listing(`${lines.join("\n")}\n`), providerVersion)))
 }

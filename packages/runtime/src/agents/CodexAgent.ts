@@ -47,9 +47,9 @@ import * as path from "node:path"
 import type { CatalogModel } from "@bosun/domain"
 import { Effect, Option, Result, Schema } from "effect"
 import type { AgentAdapter, AgentContext, AgentOutcome } from "./Agent.ts"
-import { baseEnvironment, findAgentBinary, skillMarkdown } from "./Agent.ts"
+import { baseEnvironment, findAgentBinary, refusedOutcome, skillMarkdown } from "./Agent.ts"
 import { runAgentProcess } from "./AgentProcess.ts"
-import { finishCatalog, integerOr0 } from "./Catalog.ts"
+import { integerOr0, runListing } from "./Catalog.ts"
 
 /** The `codex` launcher (see `findAgentBinary`). */
 export const findCodex = (searchPath?: string): string | undefined => findAgentBinary("codex", searchPath)
@@ -247,13 +247,7 @@ export const codexAgent =
       const usage = { input_tokens: 0, output_tokens: 0, cost_usd: null as number | null }
       const configured = configure(context)
       if (Result.isFailure(configured)) {
-        return Effect.succeed<AgentOutcome>({
-          exitCode: null,
-          signal: null,
-          stderrTail: [],
-          usage,
-          error: { code: "invalid_provider_credentials", message: configured.failure }
-        })
+        return refusedOutcome("invalid_provider_credentials", configured.failure)
       }
       const codexHome = path.join(context.homeDir, ".codex")
       prepare(context, codexHome, configured.success.config)
@@ -366,34 +360,18 @@ export const codexCatalog =
     Effect.suspend(() => {
       const configured = configure(context)
       if (Result.isFailure(configured)) {
-        return Effect.succeed<AgentOutcome>({
-          exitCode: null,
-          signal: null,
-          stderrTail: [],
-          usage: { input_tokens: 0, output_tokens: 0, cost_usd: null },
-          error: { code: "invalid_provider_credentials", message: configured.failure }
-        })
+        return refusedOutcome("invalid_provider_credentials", configured.failure)
       }
       const codexHome = path.join(context.homeDir, ".codex")
       prepare(context, codexHome, configured.success.config)
-      const lines: Array<string> = []
-      return runAgentProcess({
-        command: binary,
-        args: ["debug", "models"],
-        cwd: context.workspace,
-        env: { ...baseEnvironment(context), CODEX_HOME: codexHome, ...configured.success.env },
-        grace: context.grace,
-        onSpawn: context.onSpawn,
-        onJson: (value) => lines.push(JSON.stringify(value)),
-        onText: (line) => lines.push(line)
-      }).pipe(
-        Effect.map((exit) =>
-          finishCatalog(
-            context,
-            exit,
-            () => parseCodexModels(lines.join("\n"), context.request.provider_credentials),
-            `codex ${version ?? "unknown"}`
-          )
-        )
+      return runListing(
+        context,
+        {
+          binary,
+          args: ["debug", "models"],
+          env: { ...baseEnvironment(context), CODEX_HOME: codexHome, ...configured.success.env }
+        },
+        (output) => parseCodexModels(output, context.request.provider_credentials),
+        `codex ${version ?? "unknown"}`
       )
     })

@@ -36,9 +36,9 @@ import * as path from "node:path"
 import type { CatalogModel } from "@bosun/domain"
 import { Effect, Result, Schema } from "effect"
 import type { AgentAdapter, AgentContext, AgentOutcome } from "./Agent.ts"
-import { baseEnvironment, findAgentBinary, skillMarkdown } from "./Agent.ts"
+import { baseEnvironment, findAgentBinary, refusedOutcome, skillMarkdown } from "./Agent.ts"
 import { runAgentProcess } from "./AgentProcess.ts"
-import { finishCatalog, integerOr0 } from "./Catalog.ts"
+import { integerOr0, runListing } from "./Catalog.ts"
 
 /** The `opencode` launcher (see `findAgentBinary`). */
 export const findOpenCode = (searchPath?: string): string | undefined => findAgentBinary("opencode", searchPath)
@@ -211,13 +211,7 @@ export const openCodeAgent =
       const usage = { input_tokens: 0, output_tokens: 0, cost_usd: null as number | null }
       const defined = providers(context.request)
       if (Result.isFailure(defined)) {
-        return Effect.succeed<AgentOutcome>({
-          exitCode: null,
-          signal: null,
-          stderrTail: [],
-          usage,
-          error: { code: "invalid_provider_credentials", message: defined.failure }
-        })
+        return refusedOutcome("invalid_provider_credentials", defined.failure)
       }
       const config = prepare(context, defined.success.provider)
       let reported: { code: string; message: string } | undefined
@@ -350,38 +344,19 @@ export const openCodeCatalog =
     Effect.suspend(() => {
       const defined = providers(context.request)
       if (Result.isFailure(defined)) {
-        return Effect.succeed<AgentOutcome>({
-          exitCode: null,
-          signal: null,
-          stderrTail: [],
-          usage: { input_tokens: 0, output_tokens: 0, cost_usd: null },
-          error: { code: "invalid_provider_credentials", message: defined.failure }
-        })
+        return refusedOutcome("invalid_provider_credentials", defined.failure)
       }
       const config = prepare(context, defined.success.provider)
-      const lines: Array<string> = []
-      return runAgentProcess({
-        command: binary,
-        args: ["models", "--verbose"],
-        cwd: context.workspace,
-        env: environment(context, config, defined.success.auth),
-        grace: context.grace,
-        onSpawn: context.onSpawn,
-        onJson: (value) => lines.push(JSON.stringify(value)),
-        onText: (line) => lines.push(line)
-      }).pipe(
-        Effect.map((exit) =>
-          finishCatalog(
-            context,
-            exit,
-            () => {
-              const listed = parseOpenCodeModels(`${lines.join("\n")}\n`, context.request.provider_credentials)
-              return listed.length === 0 && Object.keys(context.request.provider_credentials).length > 0
-                ? `OpenCode lists no models for the providers ${Object.keys(context.request.provider_credentials).sort().join(", ")}`
-                : listed
-            },
-            `opencode ${version ?? "unknown"}`
-          )
-        )
+      const credentials = context.request.provider_credentials
+      return runListing(
+        context,
+        { binary, args: ["models", "--verbose"], env: environment(context, config, defined.success.auth) },
+        (output) => {
+          const listed = parseOpenCodeModels(output, credentials)
+          return listed.length === 0 && Object.keys(credentials).length > 0
+            ? `OpenCode lists no models for the providers ${Object.keys(credentials).sort().join(", ")}`
+            : listed
+        },
+        `opencode ${version ?? "unknown"}`
       )
     })
