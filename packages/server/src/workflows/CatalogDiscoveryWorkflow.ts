@@ -46,19 +46,26 @@ export const configurationFingerprint = (configuration: RepositoryConfiguration)
 
 const SECRET_FIELDS = new Set(["key", "access", "refresh", "token"])
 
-/** The credentials with every secret value replaced: what a pod without injection may see. */
-const placeholders = (credentials: ProviderCredentials, attemptId: string): ProviderCredentials =>
-  Object.fromEntries(
+/**
+ * The credentials with every secret value replaced — the auth fields and every header value a
+ * provider definition carries (an API key may travel as a header): what a pod without injection
+ * may see.
+ */
+const placeholders = (credentials: ProviderCredentials, attemptId: string): ProviderCredentials => {
+  const placeholder = `bosun-inject-${attemptId}-agent`
+  const masked = (field: string, value: unknown): unknown =>
+    SECRET_FIELDS.has(field)
+      ? placeholder
+      : field === "headers" && typeof value === "object" && value !== null
+        ? Object.fromEntries(Object.keys(value).map((name) => [name, placeholder]))
+        : value
+  return Object.fromEntries(
     Object.entries(credentials).map(([provider, entry]) => [
       provider,
-      Object.fromEntries(
-        Object.entries(entry).map(([field, value]) => [
-          field,
-          SECRET_FIELDS.has(field) ? `bosun-inject-${attemptId}-agent` : value
-        ])
-      )
+      Object.fromEntries(Object.entries(entry).map(([field, value]) => [field, masked(field, value)]))
     ])
   )
+}
 
 const fail = (code: string, message: string, retryable = false) => new AttemptError({ code, message, retryable })
 
