@@ -25,7 +25,8 @@ const REPLAY_PAGE = 500
 export const Publish = Rpc.make("Publish", { payload: { events: Schema.Array(WorkflowEvent) } })
 
 /**
- * A subscription streams batches: consecutive events in order, as they were committed together.
+ * A subscription from `after` (a sequence, or -1: from the ring's oldest event, with no stored
+ * history before it — how a process's stream hub follows a run) streams batches: consecutive events in order, as they were committed together.
  * One message per flush and subscriber instead of one per event keeps the fan-out's cost per
  * event low (the cluster's reply path costs the same for one event as for a hundred).
  */
@@ -107,8 +108,9 @@ export const RunEventsLive = RunEvents.toLayer(
               // What the ring lacks, from the database a page at a time as the subscriber reads:
               // a client resuming a long run never holds its whole history in memory at once.
               const upTo = ringStart === undefined ? undefined : ringStart - 1
+              const fromRing = payload.after < 0
               const older =
-                upTo !== undefined && payload.after >= upTo
+                fromRing || (upTo !== undefined && payload.after >= upTo)
                   ? Stream.empty
                   : Stream.paginate(payload.after, (cursor: number) =>
                       Effect.map(
@@ -122,18 +124,20 @@ export const RunEventsLive = RunEvents.toLayer(
                           ] as const
                       )
                     )
-              let delivered = payload.after
+              // From the ring, the first event delivered sets where the subscription starts.
+              let delivered = fromRing ? undefined : payload.after
               const inOrder = (batch: ReadonlyArray<WorkflowEvent>) =>
                 Effect.gen(function* () {
-                  const fresh = batch.filter((event) => event.seq > delivered)
+                  const start = delivered ?? (batch[0]?.seq ?? 1) - 1
+                  const fresh = batch.filter((event) => event.seq > start)
                   const first = fresh[0]
                   if (first === undefined) return fresh
                   const missing =
-                    first.seq > delivered + 1
-                      ? yield* withStore(readEvents(payload.organizationId, runId, delivered, first.seq - 1))
+                    first.seq > start + 1
+                      ? yield* withStore(readEvents(payload.organizationId, runId, start, first.seq - 1))
                       : []
                   const events = missing.length === 0 ? fresh : [...missing, ...fresh]
-                  delivered = events[events.length - 1]?.seq ?? delivered
+                  delivered = events[events.length - 1]?.seq ?? start
                   return events
                 })
               return older.pipe(

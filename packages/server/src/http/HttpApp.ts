@@ -10,6 +10,7 @@ import { Context, Effect, Layer, References, Scope, Tracer } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { LogOutput } from "../observability/JsonLogger.ts"
+import { RunStreamHub } from "../streams/RunStreamHub.ts"
 import { AgentConnectionHttp } from "./AgentConnectionHttp.ts"
 import { runIn } from "./ApiGroup.ts"
 import { AuthHttp } from "./AuthHttp.ts"
@@ -45,7 +46,7 @@ export const ApiRoutes = HttpApiBuilder.layer(BosunApi, { openapiPath: "/api/v1/
     RepositoriesHttp,
     ChatHttp,
     MemoriesHttp,
-    WorkflowRunsHttp,
+    WorkflowRunsHttp.pipe(Layer.provide(RunStreamHub.layer)),
     PullRequestsHttp,
     WorkItemsHttp,
     ConfigurationHttp,

@@ -9,19 +9,19 @@
  * `Accept: text/event-stream` but with `?after=`, the answer is the next page of events as JSON.
  * Members only.
  *
- * The stream is written a batch at a time: each batch the RunEvents subscription delivers (the
- * events one flush committed) becomes one write of SSE text, rendered by effect's own SSE encoder,
- * rather than one schema-encoded write per event — with a thousand subscribers on a run, the cost
- * per event and subscriber is what decides whether the server keeps up.
+ * The stream comes from this process's RunStreamHub: one RunEvents subscription per run however
+ * many connections follow it, each flush's events rendered to SSE text once and written to every
+ * connection as the same bytes.
  */
-import { RunEvents, readEvents } from "@bosun/actors/events/RunEvents"
-import { BosunApi, DEFAULT_PAGE_SIZE, ErrorCodes, NotFound, type WorkflowEvent } from "@bosun/domain"
+import { readEvents } from "@bosun/actors/events/RunEvents"
+import { BosunApi, DEFAULT_PAGE_SIZE, ErrorCodes, NotFound } from "@bosun/domain"
 import { Effect, Option, Stream } from "effect"
 import { Sse } from "effect/encoding"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/AppConfig.ts"
 import { WorkflowRunsRepo } from "../persistence/WorkflowRunsRepo.ts"
+import { RunStreamHub } from "../streams/RunStreamHub.ts"
 import { group } from "./ApiGroup.ts"
 import { OrgAccess } from "./OrgAccess.ts"
 
@@ -36,16 +36,8 @@ export const WorkflowRunsHttp = group(
     const runs = yield* WorkflowRunsRepo
     const config = yield* AppConfig
     const sql = yield* SqlClient.SqlClient
-    const runEvents = yield* RunEvents.client
+    const hub = yield* RunStreamHub
     const utf8 = new TextEncoder()
-    const render = (batch: ReadonlyArray<WorkflowEvent>) =>
-      utf8.encode(
-        batch
-          .map((event) =>
-            Sse.encoder.write({ _tag: "Event", id: String(event.seq), event: "message", data: JSON.stringify(event) })
-          )
-          .join("")
-      )
     const reconnect = utf8.encode(Sse.encoder.write({ _tag: "Event", id: undefined, event: "reconnect", data: "" }))
     return handlers
       .handle("list", ({ params, query }) =>
@@ -87,14 +79,9 @@ export const WorkflowRunsHttp = group(
             )
             return { data, meta: { last_seq: data[data.length - 1]?.seq ?? after } }
           }
-          const body = runEvents(params.run_id)
-            .Subscribe({ organizationId: params.organization_id, after })
-            .pipe(
-              Stream.map(render),
-              Stream.interruptWhen(Effect.sleep(config.sseStreamDuration)),
-              Stream.concat(Stream.make(reconnect)),
-              Stream.orDie
-            )
+          const body = hub
+            .stream(params.organization_id, params.run_id, after)
+            .pipe(Stream.interruptWhen(Effect.sleep(config.sseStreamDuration)), Stream.concat(Stream.make(reconnect)))
           return HttpServerResponse.stream(body, {
             contentType: "text/event-stream",
             headers: { "cache-control": "no-cache" }

@@ -13,10 +13,11 @@ import { RING_SIZE, RunEvents } from "@bosun/actors/events/RunEvents"
 import type { RunEvent, WorkflowEvent } from "@bosun/domain"
 import { eventually } from "@bosun/testing"
 import { assert, layer } from "@effect/vitest"
-import { Duration, Effect } from "effect"
+import { Duration, Effect, Exit, Pull, Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import { EventSource } from "eventsource"
 import { WorkflowRunsRepo } from "../../src/persistence/WorkflowRunsRepo.ts"
+import { RunStreamHub } from "../../src/streams/RunStreamHub.ts"
 import { errorCode, signIn } from "../support/Identity.ts"
 import { baseUrl, layerTestServer, request } from "../support/TestServer.ts"
 
@@ -122,6 +123,82 @@ layer(layerTestServer({ settings: { sseStreamDuration: Duration.seconds(1) } }),
             upTo(30).map((n) => [n, 1, "agent.event", n])
           )
         }).pipe(Effect.scoped),
+      30_000
+    )
+
+    it.effect(
+      "connections of one run that join at different points while it streams each get every later event once, in order",
+      () =>
+        Effect.gen(function* () {
+          const { member, runId, emit } = yield* runWithWriter("stream-shared")
+          const joined: Array<{ readonly after: number; readonly received: Received }> = []
+          const join = (after: number) =>
+            Effect.map(
+              listen("stream-shared", runId, member.cookie, after === 0 ? "" : `?after=${after}`),
+              (received) => {
+                joined.push({ after, received })
+              }
+            )
+          for (let i = 0; i < 4; i++) yield* join(0)
+          // Joins interleave with flushes: some start before the process follows the run, some
+          // from its recent batches, some from further back than those, some from the future.
+          for (let flush = 0; flush < 30; flush++) {
+            yield* emit(10)
+            if (flush % 5 === 2) yield* join(0)
+            if (flush % 5 === 4) yield* join(Math.max(0, flush * 10 - 35))
+            if (flush === 20) yield* join(280)
+          }
+          const total = 300
+          yield* eventually(
+            Effect.sync(() => joined.every(({ after, received }) => received.ids.length >= total - after)),
+            (done) => done,
+            Duration.seconds(20)
+          )
+          assert.strictEqual(joined.length, 17)
+          for (const { after, received } of joined) {
+            assert.deepStrictEqual(
+              received.ids,
+              upTo(total - after).map((n) => n + after)
+            )
+            assert.deepStrictEqual(
+              received.data.map((event) => event.seq),
+              received.ids
+            )
+          }
+        }).pipe(Effect.scoped),
+      40_000
+    )
+
+    it.effect(
+      "a connection that falls too far behind is ended, and resuming from its last event loses nothing",
+      () =>
+        Effect.gen(function* () {
+          const { runId, emit } = yield* runWithWriter("stream-slow")
+          const hub = yield* RunStreamHub
+          const seen: Array<number> = []
+          const decoder = new TextDecoder()
+          const ids = (bytes: Uint8Array) =>
+            [...decoder.decode(bytes).matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))
+          yield* emit(3)
+          const pull = yield* Stream.toPull(hub.stream("stream-slow", runId, 0))
+          const read = Effect.map(pull, (chunk) => {
+            for (const bytes of chunk) seen.push(...ids(bytes))
+          })
+          while (seen.length < 3) yield* read
+          // Seq 4 can only come through the process's channel: it follows the run live now.
+          yield* emit(1)
+          while (seen.length < 4) yield* read
+          // Five flushes while the reader reads nothing: two fit its backlog, the third ends it.
+          for (let i = 0; i < 5; i++) yield* emit(1)
+          yield* Effect.sleep("1 second")
+          const ended = yield* Effect.exit(Effect.forever(read)).pipe(Effect.timeout("10 seconds"))
+          assert.isTrue(Exit.isFailure(ended) && Pull.isDoneCause(ended.cause))
+          assert.deepStrictEqual(seen, upTo(6))
+          const resumed = yield* Stream.runCollect(
+            hub.stream("stream-slow", runId, 6).pipe(Stream.interruptWhen(Effect.sleep("1 second")))
+          )
+          assert.deepStrictEqual(resumed.flatMap(ids), [7, 8, 9])
+        }).pipe(Effect.scoped, Effect.provide(RunStreamHub.layerWith({ backlog: 2 }))),
       30_000
     )
 
