@@ -60,6 +60,18 @@ export const AgentConnectionWrite = Schema.Struct({
   excluded_sections: Schema.Array(Schema.String)
 })
 
+/**
+ * One reading of what a provider reports about an organization's key (credit used, limit left,
+ * rate limits), in the provider's own field names under `figures`; at most the UsageCache TTL old.
+ */
+export const ProviderUsage = Schema.Struct({
+  provider: Schema.String,
+  /** ISO 8601, when the provider was asked. */
+  fetched_at: Schema.String,
+  figures: Schema.Record(Schema.String, Schema.Unknown)
+})
+export type ProviderUsage = typeof ProviderUsage.Type
+
 export const ApiKeyUpdate = Schema.Struct({
   api_key: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(4096))
 })

@@ -106,5 +106,11 @@ export const ErrorCodes = {
   /** Composio has no toolkit with the requested slug (404). */
   composioToolkitNotFound: "composio_toolkit_not_found",
   /** The toolkit needs authentication Composio does not manage: an auth config must be created in Composio (409). */
-  composioAuthConfigRequired: "composio_auth_config_required"
+  composioAuthConfigRequired: "composio_auth_config_required",
+  /** The organization's connection has no credential for this provider (404). */
+  providerCredentialMissing: "provider_credential_missing",
+  /** The provider has no usage endpoint Bosun knows (404). */
+  usageNotReported: "usage_not_reported",
+  /** The provider's usage endpoint failed or refused the key (502). */
+  providerUnavailable: "provider_unavailable"
 } as const

@@ -47,6 +47,7 @@ import { WorkItemsRepo } from "./persistence/WorkItemsRepo.ts"
 import { Composio } from "./providers/Composio.ts"
 import { GitHubApp } from "./providers/GitHubApp.ts"
 import { GitHubOAuth } from "./providers/GitHubOAuth.ts"
+import { UsageSourceLive } from "./providers/ProviderUsage.ts"
 import { AgentRuntime } from "./runtime/AgentRuntime.ts"
 import { StorageLive } from "./storage/StorageLive.ts"
 
@@ -110,7 +111,7 @@ export const appServices = (options: { readonly rotationWorker: boolean }) =>
 export const AppServicesLive = appServices({ rotationWorker: true })
 
 /** The clients that act as the organization's GitHub App; they need the cache besides the services. */
-export const AppProvidersLive = GitHubApp.layer
+export const AppProvidersLive = Layer.mergeAll(GitHubApp.layer, UsageSourceLive)
 
 /** Serves `routes` (production: `ApiRoutes`); needs the Migrator, AppConfig, SqlClient and an HttpServer. */
 export const HttpLive = <A, E, R>(routes: Layer.Layer<A, E, R>) => serve(routes)

@@ -3,6 +3,7 @@
  * its message and runner storage in the same Postgres (its own `cluster_*` tables, shard locks as
  * advisory locks), the socket transport between runners, the workflow engine on top, and Bosun's
  * entities and workflows — Scheduler (+ its alarm singleton), RunEvents, RunAttemptWorkflow, Mutex,
+ * UsageCache (its provider calls behind the `UsageSource` port),
  * AgentDeviceAuth (when AGENT_ONE's device sign-in is configured).
  * One server process is one runner; more processes on one Postgres are more runners, and shards
  * (with the entities on them) move to the survivors when one stops (at once on SIGTERM, after
@@ -17,6 +18,7 @@ import { AttemptSettings, type AttemptSettingsShape } from "../attempt/AttemptSe
 import { RunAttemptWorkflowLive } from "../attempt/RunAttemptWorkflow.ts"
 import { AgentDeviceAuthLive, type AgentDeviceAuthSettings } from "../auth/AgentDeviceAuth.ts"
 import { MutexLive } from "../coordination/Mutex.ts"
+import { layerUsageCache } from "../coordination/UsageCache.ts"
 import { RunEventsLive } from "../events/RunEvents.ts"
 import { layerScheduler, type SchedulerLayerSettings } from "../scheduler/Scheduler.ts"
 
@@ -29,6 +31,8 @@ export interface ClusterSettings {
   readonly shardLockExpiration: Duration.Duration
   readonly scheduler: SchedulerLayerSettings
   readonly attempts: AttemptSettingsShape
+  /** How long a provider usage reading answers lookups (the spec's 60 s). */
+  readonly usageTtl: Duration.Duration
   /** AGENT_ONE's device sign-in; without it the AgentDeviceAuth entity is not offered. */
   readonly deviceAuth: Option.Option<AgentDeviceAuthSettings>
 }
@@ -47,13 +51,14 @@ export const layerCluster = (settings: ClusterSettings) =>
     }
   })
 
-/** The entities and workflows on a runner; needs the ports, `RuntimeClient` and a `SqlClient`. */
+/** The entities and workflows on a runner; needs the ports (with `UsageSource`), `RuntimeClient` and a `SqlClient`. */
 export const layerActors = (settings: ClusterSettings) =>
   Layer.mergeAll(
     RunEventsLive,
     RunAttemptWorkflowLive,
     layerScheduler(settings.scheduler),
     MutexLive,
+    layerUsageCache({ ttl: settings.usageTtl }),
     Option.match(settings.deviceAuth, { onNone: () => Layer.empty, onSome: AgentDeviceAuthLive })
   ).pipe(
     Layer.provide(Layer.succeed(AttemptSettings, settings.attempts)),

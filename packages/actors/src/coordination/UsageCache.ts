@@ -10,22 +10,25 @@
  * costs one more provider call. The provider calls sit behind the `UsageSource` port, which the
  * server provides.
  */
+import { ProviderUsage } from "@bosun/domain"
 import { Clock, Context, Deferred, Duration, Effect, Exit, Metric, Schema, Scope, Semaphore } from "effect"
 import { Entity, type Sharding } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 
 /** One reading of a provider's usage for an organization; `figures` is the provider's own shape. */
-export const UsageSnapshot = Schema.Struct({
-  provider: Schema.String,
-  /** ISO 8601, when the provider was asked. */
-  fetched_at: Schema.String,
-  figures: Schema.Record(Schema.String, Schema.Unknown)
-})
-export type UsageSnapshot = typeof UsageSnapshot.Type
+export const UsageSnapshot = ProviderUsage
+export type UsageSnapshot = ProviderUsage
+
+/**
+ * Why a lookup or refresh failed: the organization has no credential for the provider, the
+ * provider reports no usage (or has no token to refresh), or the provider's call failed.
+ */
+export const UsageFailureReason = Schema.Literals(["NO_CREDENTIAL", "NOT_REPORTED", "PROVIDER_ERROR"])
 
 export class UsageLookupFailed extends Schema.TaggedError<UsageLookupFailed>()("UsageLookupFailed", {
   organizationId: Schema.String,
   provider: Schema.String,
+  reason: UsageFailureReason,
   message: Schema.String
 }) {}
 

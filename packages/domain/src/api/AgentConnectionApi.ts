@@ -3,11 +3,14 @@
  * the spec's): read it (members), set one provider's API key or import an OpenCode `auth.json`
  * (ADMIN or SUPER_USER, else 403). The optional query parameter `repository_id` selects a
  * repository's override instead of the organization's connection, for reads and writes alike.
+ * `GET .../opencode-connection/usage/{provider_id}` (not in the spec; members) answers what the
+ * provider reports about the organization's key for it, through the organization's UsageCache:
+ * 404 without a key for that provider or when the provider reports no usage, 502 when it fails.
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
-import { AgentConnection, AgentConnectionWrite, AgentImport, ApiKeyUpdate } from "../AgentConnection.ts"
-import { Forbidden, NotFound } from "../ApiError.ts"
+import { AgentConnection, AgentConnectionWrite, AgentImport, ApiKeyUpdate, ProviderUsage } from "../AgentConnection.ts"
+import { BadGateway, Forbidden, NotFound } from "../ApiError.ts"
 import { PathId, ProviderId } from "../Ids.ts"
 import { SessionAuth } from "./Auth.ts"
 
@@ -34,6 +37,11 @@ export class AgentConnectionApi extends HttpApiGroup.make("agentConnection")
       payload: AgentImport,
       success: Schema.Struct({ data: AgentConnectionWrite }),
       error: [NotFound, Forbidden]
+    }),
+    HttpApiEndpoint.get("usage", "/organizations/:organization_id/opencode-connection/usage/:provider_id", {
+      params: { organization_id: PathId, provider_id: ProviderId },
+      success: Schema.Struct({ data: ProviderUsage }),
+      error: [NotFound, BadGateway]
     })
   )
   .middleware(SessionAuth)

@@ -1,9 +1,10 @@
 /**
  * This server process as a cluster runner (DESIGN: Actors and workflows): Bosun's entities and
  * workflows from `@bosun/actors` over this instance's Postgres, with the server's ports — sealed
- * requests in the blob store, the sandbox providers, the Migrator's gate — and the workflow types
+ * requests in the blob store, the sandbox providers, the Migrator's gate, the providers' usage — and the workflow types
  * given (production: `WorkflowTypesLive`). Needs a SqlClient, Secrets, the BlobStore, the Migrator
- * and the AgentRuntime, and whatever the workflow types need.
+ * the AgentRuntime and the UsageCache's `UsageSource` (production: `UsageSourceLive` among the
+ * server's providers), and whatever the workflow types need.
  */
 import type { WorkflowTypes } from "@bosun/actors/attempt/AttemptPorts"
 import { layerActors } from "@bosun/actors/cluster/ActorsLive"

@@ -110,6 +110,8 @@ export interface AppSettings {
   readonly githubApiUrl: URL
   /** Composio's API (connected apps): https, or plain http on a loopback host only. */
   readonly composioApiUrl: URL
+  /** OpenRouter's API, where the UsageCache reads an organization's key usage. */
+  readonly openRouterApiUrl: URL
   /** Absent: connected apps answer 503 until the operator sets `BOSUN_COMPOSIO_API_KEY`. */
   readonly composioApiKey: Option.Option<Redacted.Redacted<string>>
   /** Where EXTERNAL_RUNTIME attempts run (README: Agent runtime). */
@@ -172,23 +174,25 @@ const isLoopbackHost = (hostname: string) =>
   hostname === "localhost" || hostname === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname)
 
 /**
- * The Composio client refuses to send its API key over plain http to anything but a loopback
- * host; refusing such a URL here makes it one line at start-up instead of a failure per request.
+ * An outside API that receives a credential: https, or plain http only on a loopback host (a
+ * local stand-in). Refusing anything else here makes it one line at start-up instead of a key
+ * sent in the clear on every request.
  */
-const composioApiUrlConfig = Config.URL("BOSUN_COMPOSIO_API_URL").pipe(
-  Config.withDefault(new URL("https://backend.composio.dev")),
-  Config.mapEffect((url) =>
-    url.protocol === "https:" || (url.protocol === "http:" && isLoopbackHost(url.hostname))
-      ? Effect.succeed(url)
-      : Effect.fail(
-          new Config.ConfigError(
-            new ConfigProvider.SourceError({
-              message: "BOSUN_COMPOSIO_API_URL: must be an https:// URL (plain http:// only on a loopback host)"
-            })
+const credentialedApiUrl = (name: string, fallback: string) =>
+  Config.URL(name).pipe(
+    Config.withDefault(new URL(fallback)),
+    Config.mapEffect((url) =>
+      url.protocol === "https:" || (url.protocol === "http:" && isLoopbackHost(url.hostname))
+        ? Effect.succeed(url)
+        : Effect.fail(
+            new Config.ConfigError(
+              new ConfigProvider.SourceError({
+                message: `${name}: must be an https:// URL (plain http:// only on a loopback host)`
+              })
+            )
           )
-        )
+    )
   )
-)
 
 /** A runtime URL needs the organization-scoped token that runtime was started with, and the reverse. */
 const runtimeConfig = Config.all({
@@ -240,7 +244,8 @@ const clusterConfig: Config.Config<ClusterSettings> = Config.all({
   deviceTokenUrl: Config.option(Config.URL("BOSUN_AGENT_ONE_TOKEN_URL")),
   deviceClientId: Config.option(Config.NonEmptyString("BOSUN_AGENT_ONE_CLIENT_ID")),
   deviceScope: Config.String("BOSUN_AGENT_ONE_SCOPE").pipe(Config.withDefault("openid profile email offline_access")),
-  deviceRefreshMargin: duration("BOSUN_AGENT_ONE_REFRESH_MARGIN", Duration.minutes(5))
+  deviceRefreshMargin: duration("BOSUN_AGENT_ONE_REFRESH_MARGIN", Duration.minutes(5)),
+  usageTtl: duration("BOSUN_USAGE_CACHE_TTL", Duration.seconds(60))
 }).pipe(
   Config.map(
     (c): ClusterSettings => ({
@@ -250,6 +255,7 @@ const clusterConfig: Config.Config<ClusterSettings> = Config.all({
         onSome: (host) => ({ host, port: c.runnerPort })
       }),
       shardLockExpiration: c.shardLockExpiration,
+      usageTtl: c.usageTtl,
       scheduler: {
         lanes: { AGENT: c.agentLane, REVIEW: c.reviewLane },
         lease: c.lease,
@@ -317,7 +323,8 @@ export const appConfig: Config.Config<AppSettings> = Config.all({
     maxAge: duration("BOSUN_SESSION_MAX_AGE", Duration.days(30))
   }),
   githubApiUrl: Config.URL("BOSUN_GITHUB_API_URL").pipe(Config.withDefault(new URL("https://api.github.com"))),
-  composioApiUrl: composioApiUrlConfig,
+  composioApiUrl: credentialedApiUrl("BOSUN_COMPOSIO_API_URL", "https://backend.composio.dev"),
+  openRouterApiUrl: credentialedApiUrl("BOSUN_OPENROUTER_API_URL", "https://openrouter.ai/api/v1"),
   composioApiKey: optionalRedacted("BOSUN_COMPOSIO_API_KEY"),
   runtime: runtimeConfig,
   cluster: clusterConfig,

@@ -5,10 +5,13 @@
  * repository's override, which leaves the organization's credentials untouched. An import keeps
  * only `auth` and lists every other top-level section it dropped in `excluded_sections`. A write
  * queues a catalog discovery run in its transaction and wakes the Scheduler after the commit.
+ * `usage/{provider_id}` asks the organization's UsageCache entity (60 s TTL, single-flight) what
+ * the provider reports about the organization's key; its failure reasons map to 404 and 502.
  */
 
+import { lookupUsage } from "@bosun/actors/coordination/UsageCache"
 import { wakeScheduler } from "@bosun/actors/scheduler/SchedulerEntity"
-import { BosunApi, CurrentUser, ErrorCodes, NotFound } from "@bosun/domain"
+import { BadGateway, BosunApi, CurrentUser, ErrorCodes, NotFound } from "@bosun/domain"
 import { Effect, Option } from "effect"
 import { Sharding } from "effect/cluster"
 import { SqlClient } from "effect/sql"
@@ -27,7 +30,8 @@ export const AgentConnectionHttp = group(
     const connections = yield* AgentConnectionsRepo
     const audit = yield* AuditLog
     const sql = yield* SqlClient.SqlClient
-    const wake = Effect.provideService(wakeScheduler, Sharding.Sharding, yield* Sharding.Sharding)
+    const sharding = yield* Sharding.Sharding
+    const wake = Effect.provideService(wakeScheduler, Sharding.Sharding, sharding)
 
     const requireRepository = (organizationId: string, repositoryId: string | undefined) =>
       repositoryId === undefined
@@ -71,6 +75,25 @@ export const AgentConnectionHttp = group(
       })
 
     return handlers
+      .handle("usage", ({ params }) =>
+        Effect.gen(function* () {
+          yield* access.member(params.organization_id)
+          const usage = yield* lookupUsage(params.organization_id, params.provider_id).pipe(
+            Effect.provideService(Sharding.Sharding, sharding),
+            Effect.mapError((failure): NotFound | BadGateway => {
+              switch (failure.reason) {
+                case "NO_CREDENTIAL":
+                  return NotFound.fromCode(ErrorCodes.providerCredentialMissing, failure.message)
+                case "NOT_REPORTED":
+                  return NotFound.fromCode(ErrorCodes.usageNotReported, failure.message)
+                case "PROVIDER_ERROR":
+                  return BadGateway.fromCode(ErrorCodes.providerUnavailable, failure.message)
+              }
+            })
+          )
+          return { data: usage }
+        })
+      )
       .handle("get", ({ params, query }) =>
         Effect.gen(function* () {
           yield* access.member(params.organization_id)

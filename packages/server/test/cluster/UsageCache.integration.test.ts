@@ -7,7 +7,6 @@
  * callers are known to have joined a flight (the cache's outcome counters) before its gate opens.
  */
 import {
-  layerUsageCache,
   lookupUsage,
   refreshAgentToken,
   UsageLookupFailed,
@@ -89,17 +88,14 @@ const fakeSource = (() => {
 
 const cluster = Layer.unwrap(
   Effect.map(Effect.promise(freePort), (runnerPort) =>
-    layerUsageCache({ ttl: TTL }).pipe(
-      Layer.provide(Layer.succeed(UsageSource, fakeSource.source)),
-      Layer.provideMerge(
-        layerTestCluster({
-          workflowTypes: layerWorkflowTypes(Effect.succeed({})),
-          // No attempt runs here: the runtime is never called.
-          runtime: { url: "http://127.0.0.1:9", token: "unused" },
-          runnerPort
-        })
-      )
-    )
+    layerTestCluster({
+      workflowTypes: layerWorkflowTypes(Effect.succeed({})),
+      // No attempt runs here: the runtime is never called.
+      runtime: { url: "http://127.0.0.1:9", token: "unused" },
+      runnerPort,
+      settings: (base) => ({ ...base, cluster: { ...base.cluster, usageTtl: TTL } }),
+      usageSource: Layer.succeed(UsageSource, fakeSource.source)
+    })
   )
 )
 
@@ -151,7 +147,12 @@ const markCounters = Effect.gen(function* () {
 })
 
 const failure = (organizationId: string, provider: string) =>
-  new UsageLookupFailed({ organizationId, provider, message: "the usage endpoint answered 503" })
+  new UsageLookupFailed({
+    organizationId,
+    provider,
+    reason: "PROVIDER_ERROR",
+    message: "the usage endpoint answered 503"
+  })
 
 layer(cluster, { excludeTestServices: true, timeout: "120 seconds" })("the UsageCache coordinator", (it) => {
   it.effect("50 concurrent lookups cost one provider call, and all 50 get the same snapshot", () =>

@@ -5,12 +5,15 @@
  * the workflow types the test registers through the port.
  */
 import type { WorkflowTypes } from "@bosun/actors/attempt/AttemptPorts"
+import type { UsageSource } from "@bosun/actors/coordination/UsageCache"
 import { LogCapture, TestDatabase } from "@bosun/testing"
 import { Context, Layer, Option, Redacted } from "effect"
 import type { SqlClient } from "effect/sql"
 import { layerClusterRunner } from "../../src/cluster/ClusterLive.ts"
 import { AppConfig, type AppSettings } from "../../src/config/AppConfig.ts"
+import type { AgentConnectionsRepo } from "../../src/persistence/AgentConnectionsRepo.ts"
 import { Migrator } from "../../src/persistence/Migrator.ts"
+import { UsageSourceLive } from "../../src/providers/ProviderUsage.ts"
 import { AgentRuntime } from "../../src/runtime/AgentRuntime.ts"
 import { AppServicesLive } from "../../src/Server.ts"
 import { layerMemory } from "../../src/storage/CacheMemory.ts"
@@ -21,6 +24,8 @@ export interface TestClusterOptions {
   readonly runtime: { readonly url: string; readonly token: string }
   readonly runnerPort: number
   readonly settings?: (base: AppSettings) => AppSettings
+  /** The UsageCache's provider side (default: production's). */
+  readonly usageSource?: Layer.Layer<UsageSource, never, AgentConnectionsRepo | AppConfig>
 }
 
 export const layerTestCluster = (options: TestClusterOptions) => {
@@ -36,6 +41,7 @@ export const layerTestCluster = (options: TestClusterOptions) => {
   }
   const settings = options.settings ? options.settings(withRunner) : withRunner
   return layerClusterRunner(options.workflowTypes).pipe(
+    Layer.provide(options.usageSource ?? UsageSourceLive),
     Layer.provideMerge(AgentRuntime.layer),
     Layer.provideMerge(AppServicesLive),
     Layer.provideMerge(Layer.mergeAll(layerTemporaryBlobStore, layerMemory)),

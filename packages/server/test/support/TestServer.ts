@@ -51,6 +51,7 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
   sessions: { idleTimeout: Duration.days(14), maxAge: Duration.days(30) },
   githubApiUrl: new URL("http://127.0.0.1:9/api/v3"),
   composioApiUrl: new URL("http://127.0.0.1:9"),
+  openRouterApiUrl: new URL("http://127.0.0.1:9/api/v1"),
   composioApiKey: Option.none(),
   // A runtime nobody listens on: test servers launch no agent runtime of their own.
   runtime: {
@@ -61,6 +62,7 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
   cluster: {
     runnerAddress: { host: "127.0.0.1", port: 0 },
     shardLockExpiration: Duration.seconds(5),
+    usageTtl: Duration.seconds(60),
     scheduler: {
       lanes: { AGENT: 4, REVIEW: 4 },
       lease: Duration.seconds(30),
