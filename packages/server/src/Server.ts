@@ -33,6 +33,7 @@ import { ContextSuggestionsRepo } from "./persistence/ContextSuggestionsRepo.ts"
 import { DatabaseLive } from "./persistence/Database.ts"
 import { DeepScansRepo } from "./persistence/DeepScansRepo.ts"
 import { GithubAppsRepo } from "./persistence/GithubAppsRepo.ts"
+import { GithubDeliveriesRepo } from "./persistence/GithubDeliveriesRepo.ts"
 import { MemoriesRepo } from "./persistence/MemoriesRepo.ts"
 import { Migrator } from "./persistence/Migrator.ts"
 import { OrganizationSecretsRepo } from "./persistence/OrganizationSecretsRepo.ts"
@@ -86,6 +87,7 @@ export const appServices = (options: { readonly rotationWorker: boolean }) =>
       Layer.mergeAll(
         OrganizationsRepo.layer,
         GithubAppsRepo.layer,
+        GithubDeliveriesRepo.layer,
         OrganizationSecretsRepo.layer,
         SecretRotationRepo.layer,
         UsersRepo.layer,

@@ -81,6 +81,8 @@ export interface AppSettings {
   readonly databasePoolSize: number
   /** The largest request body `/api/*` reads (413 above). */
   readonly maxBodyBytes: number
+  /** The body limit of the webhook routes (GitHub sends up to 25 MB). */
+  readonly webhookMaxBodyBytes: number
   readonly redisUrl: Option.Option<Redacted.Redacted<string>>
   readonly s3: Option.Option<S3Settings>
   /** Absent only on the embedded default, where `LocalSecrets` supplies one. */
@@ -298,6 +300,7 @@ export const appConfig: Config.Config<AppSettings> = Config.all({
   databaseUrl: optionalRedacted("DATABASE_URL"),
   databasePoolSize: Config.schema(PoolSize, "BOSUN_DATABASE_POOL_SIZE").pipe(Config.withDefault(10)),
   maxBodyBytes: Config.schema(BodyBytes, "BOSUN_MAX_BODY_BYTES").pipe(Config.withDefault(1_048_576)),
+  webhookMaxBodyBytes: Config.schema(BodyBytes, "BOSUN_WEBHOOK_MAX_BODY_BYTES").pipe(Config.withDefault(26_214_400)),
   redisUrl: optionalRedacted("REDIS_URL"),
   s3: s3Config,
   masterKey: masterKeyConfig,

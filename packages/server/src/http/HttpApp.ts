@@ -21,6 +21,7 @@ import { ConfigurationHttp } from "./ConfigurationHttp.ts"
 import { ContextSuggestionsHttp } from "./ContextSuggestionsHttp.ts"
 import { DeepScansHttp } from "./DeepScansHttp.ts"
 import { GithubAppHttp } from "./GithubAppHttp.ts"
+import { GithubWebhooksRoute } from "./GithubWebhooksHttp.ts"
 import { HealthHttp } from "./HealthHttp.ts"
 import { IdentityHttp } from "./IdentityHttp.ts"
 import { InstanceHttp } from "./InstanceHttp.ts"
@@ -35,7 +36,7 @@ import { WorkflowRunsHttp } from "./WorkflowRunsHttp.ts"
 import { WorkItemsHttp } from "./WorkItemsHttp.ts"
 
 /** Every `BosunApi` route with its handlers; needs the services the handlers use. */
-export const ApiRoutes = HttpApiBuilder.layer(BosunApi, { openapiPath: "/api/v1/openapi.json" }).pipe(
+const BosunApiRoutes = HttpApiBuilder.layer(BosunApi, { openapiPath: "/api/v1/openapi.json" }).pipe(
   Layer.provide([
     HealthHttp,
     InstanceHttp,
@@ -57,6 +58,12 @@ export const ApiRoutes = HttpApiBuilder.layer(BosunApi, { openapiPath: "/api/v1/
   ]),
   Layer.provide([RequestValidationLayer, BootstrapAuthLive, SessionAuthLive])
 )
+
+/**
+ * Every route: the `BosunApi` contract's, and the webhooks, which verify signatures over the raw
+ * body and so are plain router routes.
+ */
+export const ApiRoutes = Layer.mergeAll(BosunApiRoutes, GithubWebhooksRoute)
 
 /**
  * The router. Path parameters may be up to 1024 characters at the router so that the spec's

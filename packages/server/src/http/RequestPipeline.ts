@@ -51,7 +51,7 @@ export const errorResponse = (status: number, code: string, message: string) =>
  * repeated slashes and decodes `%xx`, so the check does too (else `//api/...` or `/%61pi/...`
  * would reach a handler past a closed gate).
  */
-export const isApiPath = (url: string): boolean => {
+const routerPath = (url: string): string => {
   const end = url.search(/[?#]/)
   let path = end === -1 ? url : url.slice(0, end)
   try {
@@ -59,9 +59,18 @@ export const isApiPath = (url: string): boolean => {
   } catch {
     // Undecodable escapes: judge the raw text.
   }
-  const normalized = path.replace(/\/+/g, "/").toLowerCase()
+  return path.replace(/\/+/g, "/").toLowerCase()
+}
+
+export const isApiPath = (url: string): boolean => {
+  const normalized = routerPath(url)
   return normalized === "/api" || normalized.startsWith("/api/")
 }
+
+/** The webhook routes, whose bodies may be as large as their senders send (`webhookMaxBodyBytes`). */
+const WEBHOOK_PATHS: ReadonlySet<string> = new Set(["/api/v1/github/webhooks"])
+
+export const isWebhookPath = (url: string): boolean => WEBHOOK_PATHS.has(routerPath(url).replace(/\/$/, ""))
 
 /** The edge's ray id and, from its suffix, the data-center code (`<id>-<COLO>`), when supplied. */
 const edgeIds = (headers: Readonly<Record<string, string | undefined>>) => {
@@ -204,10 +213,15 @@ export const RequestPipelineLayer = HttpRouter.middleware(
   Effect.gen(function* () {
     const migrator = yield* Migrator
     const output = yield* LogOutput
-    const { maxBodyBytes } = yield* AppConfig
-    const maxBodySize = ByteSize.bytes(BigInt(maxBodyBytes))
-    const tooLarge = () =>
-      errorResponse(413, ErrorCodes.payloadTooLarge, `The request body is larger than ${maxBodyBytes} bytes`)
+    const { maxBodyBytes, webhookMaxBodyBytes } = yield* AppConfig
+    // Webhook senders decide their bodies' size (GitHub: up to 25 MB); everything else gets the API limit.
+    const limits = {
+      api: { bytes: maxBodyBytes, size: ByteSize.bytes(BigInt(maxBodyBytes)) },
+      webhook: { bytes: webhookMaxBodyBytes, size: ByteSize.bytes(BigInt(webhookMaxBodyBytes)) }
+    }
+    const limitFor = (url: string) => (isWebhookPath(url) ? limits.webhook : limits.api)
+    const tooLarge = (bytes: number) =>
+      errorResponse(413, ErrorCodes.payloadTooLarge, `The request body is larger than ${bytes} bytes`)
     const gateClosed = (closed: ServiceUnavailable) =>
       Effect.succeed(HttpServerResponse.setHeader(envelopeResponse(503, closed), "Retry-After", "5"))
 
@@ -269,9 +283,10 @@ export const RequestPipelineLayer = HttpRouter.middleware(
             context
           )
         }
+        const limit = limitFor(request.url)
         const declaredLength = headers["content-length"]
-        if (declaredLength !== undefined && Number(declaredLength) > maxBodyBytes) {
-          return Effect.provideService(finish({ response: tooLarge() }), RequestContext, context)
+        if (declaredLength !== undefined && Number(declaredLength) > limit.bytes) {
+          return Effect.provideService(finish({ response: tooLarge(limit.bytes) }), RequestContext, context)
         }
         // Once open the gate never closes, so the path is only inspected while it is shut.
         const handled =
@@ -291,7 +306,7 @@ export const RequestPipelineLayer = HttpRouter.middleware(
         // ends, and `finish` still reads the route the router put there.
         return request.method === "GET" || request.method === "HEAD"
           ? answered
-          : Effect.provideService(answered, HttpIncomingMessage.MaxBodySize, maxBodySize)
+          : Effect.provideService(answered, HttpIncomingMessage.MaxBodySize, limit.size)
       })
   }),
   { global: true }

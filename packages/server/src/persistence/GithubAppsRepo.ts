@@ -18,6 +18,13 @@ export interface GithubAppCredentials {
 
 const place = (organizationId: string, column: string) => ({ table: "github_apps", column, rowId: organizationId })
 
+export interface WebhookSecretCandidate {
+  readonly organizationId: string
+  /** The GitHub account the organization mirrors; null until an installation links it. */
+  readonly githubAccountId: number | null
+  readonly webhookSecret: Redacted.Redacted<string>
+}
+
 export class GithubAppsRepo extends Context.Service<
   GithubAppsRepo,
   {
@@ -26,6 +33,13 @@ export class GithubAppsRepo extends Context.Service<
     readonly find: (organizationId: string) => Effect.Effect<Option.Option<GithubAppCredentials>, SecretsError>
     /** The organizations that have an App configured, in id order. */
     readonly configuredOrganizations: Effect.Effect<ReadonlyArray<string>>
+    /**
+     * The webhook secrets a delivery may be signed with: of the Apps with this GitHub App id (of
+     * every App when the delivery does not say), with the GitHub account each organization mirrors.
+     */
+    readonly webhookSecrets: (
+      githubAppId: Option.Option<number>
+    ) => Effect.Effect<ReadonlyArray<WebhookSecretCandidate>, SecretsError>
   }
 >()("bosun/server/persistence/GithubAppsRepo") {
   static readonly layer = Layer.effect(
@@ -78,7 +92,29 @@ export class GithubAppsRepo extends Context.Service<
         Effect.withSpan("GithubAppsRepo.configuredOrganizations")
       )
 
-      return GithubAppsRepo.of({ upsert, find, configuredOrganizations })
+      const webhookSecrets = Effect.fn("GithubAppsRepo.webhookSecrets")(function* (githubAppId: Option.Option<number>) {
+        const rows = yield* sql<{
+          organization_id: string
+          github_account_id: string | null
+          webhook_secret: Uint8Array
+        }>`
+          SELECT a.organization_id, o.github_account_id::text AS github_account_id, a.webhook_secret
+          FROM github_apps a JOIN organizations o ON o.id = a.organization_id
+          ${Option.isSome(githubAppId) ? sql`WHERE a.github_app_id = ${githubAppId.value}` : sql``}
+          ORDER BY a.organization_id`.pipe(Effect.orDie)
+        return yield* Effect.forEach(rows, (row) =>
+          Effect.map(
+            secrets.open(row.webhook_secret, place(row.organization_id, "webhook_secret")),
+            (webhookSecret): WebhookSecretCandidate => ({
+              organizationId: row.organization_id,
+              githubAccountId: row.github_account_id === null ? null : Number(row.github_account_id),
+              webhookSecret
+            })
+          )
+        )
+      })
+
+      return GithubAppsRepo.of({ upsert, find, configuredOrganizations, webhookSecrets })
     })
   )
 }

@@ -24,6 +24,8 @@ import { AgentRuntime } from "../../src/runtime/AgentRuntime.ts"
 import { AppProvidersLive, AppServicesLive, HttpLive } from "../../src/Server.ts"
 import { layerFileSystem } from "../../src/storage/BlobStoreFileSystem.ts"
 import { layerMemory } from "../../src/storage/CacheMemory.ts"
+import { layerPostgres } from "../../src/storage/QueuePostgres.ts"
+import { OutboxLive } from "../../src/storage/StorageLive.ts"
 
 export const migrationsDir = fileURLToPath(new URL("../../../../sql/", import.meta.url))
 
@@ -35,6 +37,7 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
   databaseUrl: Option.none(),
   databasePoolSize: 5,
   maxBodyBytes: 1_048_576,
+  webhookMaxBodyBytes: 26_214_400,
   redisUrl: Option.none(),
   s3: Option.none(),
   masterKey: Option.none(),
@@ -130,7 +133,13 @@ export const layerHttp = <A = never, E = never, R = never>(options: {
     Layer.provideMerge(AppProvidersLive),
     Layer.provideMerge(AppServicesLive),
     Layer.provideMerge(AgentRuntime.layer),
-    Layer.provideMerge(Layer.mergeAll(layerMemory, layerTemporaryBlobStore)),
+    Layer.provideMerge(
+      OutboxLive.pipe(
+        Layer.provideMerge(
+          Layer.mergeAll(layerMemory, layerPostgres(testSettings(options.settings).queues), layerTemporaryBlobStore)
+        )
+      )
+    ),
     Layer.provideMerge(Migrator.layer),
     Layer.provideMerge(layerTestSecrets(options.secrets)),
     Layer.provide(Layer.succeed(AppConfig, AppConfig.of(testSettings(options.settings))))
