@@ -22,6 +22,7 @@ import { AppConfig } from "./config/AppConfig.ts"
 import { InstanceSecrets } from "./config/InstanceSecrets.ts"
 import { SecretRotation } from "./crypto/SecretRotation.ts"
 import { Secrets } from "./crypto/Secrets.ts"
+import { GithubInboxLive } from "./github/GithubInbox.ts"
 import { ApiRoutes, serve } from "./http/HttpApp.ts"
 import { OrgAccess } from "./http/OrgAccess.ts"
 import { AgentConnectionsRepo } from "./persistence/AgentConnectionsRepo.ts"
@@ -175,6 +176,7 @@ export const makeServerLive = <E, R>(workflowTypes: Layer.Layer<WorkflowTypes, E
     // arrived before the routes were installed would never be answered.
     Layer.provideMerge(HttpLive(ApiRoutes).pipe(Layer.provideMerge(NodeServerLive))),
     Layer.provideMerge(layerClusterRunner(workflowTypes)),
+    Layer.provideMerge(GithubInboxLive),
     Layer.provideMerge(AppProvidersLive),
     Layer.provideMerge(AppServicesLive),
     Layer.provideMerge(StorageLive),

@@ -32,14 +32,14 @@ import { errorResponse } from "./RequestPipeline.ts"
 
 export const GITHUB_WEBHOOK_PATH = "/api/v1/github/webhooks"
 
-/** The events the inbox consumer acts on; others are acknowledged and recorded as ignored. */
+/**
+ * The events the inbox consumer acts on (`github/GithubInbox.ts`); others are acknowledged and
+ * recorded as ignored.
+ */
 export const HANDLED_GITHUB_EVENTS: ReadonlySet<string> = new Set([
   "installation",
   "installation_repositories",
-  "pull_request",
-  "pull_request_review_comment",
-  "issue_comment",
-  "push"
+  "pull_request"
 ])
 
 /** The outbox kind of a delivery for the inbox consumer. */

@@ -23,8 +23,10 @@ export class GithubDeliveriesRepo extends Context.Service<
       delivery: GithubDelivery,
       ignoredReason: string | null
     ) => Effect.Effect<boolean, never, SqlClient.SqlClient>
+    /** The delivery; with `forUpdate`, its row stays locked until the caller's transaction ends. */
     readonly find: (
-      deliveryId: string
+      deliveryId: string,
+      options?: { readonly forUpdate?: boolean }
     ) => Effect.Effect<Option.Option<GithubDelivery & { readonly processedAt: Date | null }>>
     /** Marks the delivery handled, with why nothing was done when nothing was. */
     readonly markProcessed: (deliveryId: string, ignoredReason: string | null) => Effect.Effect<void>
@@ -51,7 +53,10 @@ export class GithubDeliveriesRepo extends Context.Service<
         return inserted.length > 0
       })
 
-      const find = Effect.fn("GithubDeliveriesRepo.find")(function* (deliveryId: string) {
+      const find = Effect.fn("GithubDeliveriesRepo.find")(function* (
+        deliveryId: string,
+        options?: { readonly forUpdate?: boolean }
+      ) {
         const [row] = yield* sql<{
           delivery_id: string
           organization_id: string
@@ -61,7 +66,8 @@ export class GithubDeliveriesRepo extends Context.Service<
           payload: Record<string, unknown>
           processed_at: Date | null
         }>`SELECT delivery_id, organization_id, event, action, installation_id::text AS installation_id, payload, processed_at
-           FROM github_deliveries WHERE delivery_id = ${deliveryId}`.pipe(Effect.orDie)
+           FROM github_deliveries WHERE delivery_id = ${deliveryId}
+           ${options?.forUpdate === true ? sql`FOR UPDATE` : sql``}`.pipe(Effect.orDie)
         if (row === undefined) return Option.none()
         return Option.some({
           deliveryId: row.delivery_id,

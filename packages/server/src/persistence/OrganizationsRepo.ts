@@ -16,6 +16,14 @@ export class OrganizationsRepo extends Context.Service<
      */
     readonly setGithubLogin: (id: string, login: string) => Effect.Effect<boolean>
     /**
+     * Links the organization to the GitHub account a verified installation names, unless it is
+     * linked to another account already; true when it now mirrors that account.
+     */
+    readonly linkGithubAccount: (
+      id: string,
+      account: { readonly id: number; readonly login: string }
+    ) => Effect.Effect<boolean>
+    /**
      * The organizations mirroring these GitHub accounts: by account id, or by the login an
      * operator tied before the id was known (which the id then completes).
      */
@@ -29,6 +37,16 @@ export class OrganizationsRepo extends Context.Service<
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       return OrganizationsRepo.of({
+        linkGithubAccount: Effect.fn("OrganizationsRepo.linkGithubAccount")(function* (
+          id: string,
+          account: { readonly id: number; readonly login: string }
+        ) {
+          const rows = yield* sql<{ id: string }>`
+            UPDATE organizations SET github_account_id = ${account.id}, login = ${account.login}, updated_at = now()
+            WHERE id = ${id} AND (github_account_id IS NULL OR github_account_id = ${account.id})
+            RETURNING id`.pipe(Effect.orDie)
+          return rows.length > 0
+        }),
         ensure: Effect.fn("OrganizationsRepo.ensure")(function* (id: string) {
           // Named after its id until a GitHub installation tells us the account's name.
           const rows = yield* sql<{ id: string }>`

@@ -16,6 +16,20 @@ export class RepositoriesRepo extends Context.Service<
       repositoryId: string,
       enabled: boolean
     ) => Effect.Effect<Option.Option<Repository>>
+    /** The repository with this GitHub id, if the organization has it. */
+    readonly findByGithubId: (
+      organizationId: string,
+      githubRepositoryId: number
+    ) => Effect.Effect<Option.Option<Repository>>
+    /**
+     * Flips `available` for the repositories with these GitHub ids, or for all the organization's
+     * (the App uninstalled or suspended); answers how many changed.
+     */
+    readonly setAvailable: (
+      organizationId: string,
+      githubRepositoryIds: ReadonlyArray<number> | "ALL",
+      available: boolean
+    ) => Effect.Effect<number>
     /** Records a repository the App reaches (the GitHub integration's write; tests use it too). */
     readonly upsert: (
       organizationId: string,
@@ -55,6 +69,29 @@ export class RepositoriesRepo extends Context.Service<
             WHERE organization_id = ${organizationId} AND id = ${repositoryId}
             RETURNING ${columns}`.pipe(Effect.orDie)
           return Option.fromUndefinedOr(row)
+        }),
+        findByGithubId: Effect.fn("RepositoriesRepo.findByGithubId")(function* (
+          organizationId: string,
+          githubRepositoryId: number
+        ) {
+          const [row] = yield* sql<Repository>`
+            SELECT ${columns} FROM repositories
+            WHERE organization_id = ${organizationId} AND github_repository_id = ${githubRepositoryId}`.pipe(
+            Effect.orDie
+          )
+          return Option.fromUndefinedOr(row)
+        }),
+        setAvailable: Effect.fn("RepositoriesRepo.setAvailable")(function* (
+          organizationId: string,
+          githubRepositoryIds: ReadonlyArray<number> | "ALL",
+          available: boolean
+        ) {
+          const rows = yield* sql<{ id: string }>`
+            UPDATE repositories SET available = ${available}, updated_at = now()
+            WHERE organization_id = ${organizationId} AND available <> ${available}
+              ${githubRepositoryIds === "ALL" ? sql`` : sql`AND github_repository_id = ANY(${githubRepositoryIds}::bigint[])`}
+            RETURNING id`.pipe(Effect.orDie)
+          return rows.length
         }),
         upsert: Effect.fn("RepositoriesRepo.upsert")(function* (organizationId, repository) {
           const [row] = yield* sql<Repository>`

@@ -9,62 +9,11 @@
 import { LogCapture } from "@bosun/testing"
 import { assert, layer } from "@effect/vitest"
 import { sign } from "@octokit/webhooks-methods"
-import { Effect, Redacted } from "effect"
+import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { GithubAppsRepo } from "../../src/persistence/GithubAppsRepo.ts"
-import { OrganizationsRepo } from "../../src/persistence/OrganizationsRepo.ts"
+import { ACCOUNT_ID, APP_ID, configured, type Delivery, deliver, SECRET } from "../support/GithubDeliveries.ts"
 import { errorCode } from "../support/Identity.ts"
 import { layerTestServer, request } from "../support/TestServer.ts"
-
-const SECRET = "whsec-plaintext-4b7e21"
-const APP_ID = 4242
-const ACCOUNT_ID = 9001
-
-/** An organization with a configured GitHub App, linked to GitHub account `ACCOUNT_ID + n`. */
-const configured = (org: string, account: number | null, secret = SECRET, appId = APP_ID) =>
-  Effect.gen(function* () {
-    const organizations = yield* OrganizationsRepo
-    const apps = yield* GithubAppsRepo
-    const sql = yield* SqlClient.SqlClient
-    yield* organizations.ensure(org)
-    if (account !== null) yield* sql`UPDATE organizations SET github_account_id = ${account} WHERE id = ${org}`
-    yield* apps.upsert(org, {
-      githubAppId: appId,
-      slug: "bosun-test",
-      clientId: "Iv1.test",
-      clientSecret: Redacted.make("client-secret"),
-      privateKey: Redacted.make("-----BEGIN PRIVATE KEY-----\nunused\n-----END PRIVATE KEY-----"),
-      webhookSecret: Redacted.make(secret)
-    })
-  })
-
-interface Delivery {
-  readonly id: string
-  readonly event: string
-  readonly body: string
-  readonly signature?: string | null
-  readonly appId?: number | null
-  readonly secret?: string
-}
-
-const deliver = (delivery: Delivery) =>
-  Effect.gen(function* () {
-    const signature =
-      delivery.signature === undefined
-        ? yield* Effect.promise(() => sign(delivery.secret ?? SECRET, delivery.body))
-        : delivery.signature
-    const headers: Record<string, string> = {
-      "content-type": "application/json",
-      "x-github-delivery": delivery.id,
-      "x-github-event": delivery.event,
-      "x-github-hook-installation-target-type": "integration",
-      "user-agent": "GitHub-Hookshot/test"
-    }
-    if (signature !== null) headers["x-hub-signature-256"] = signature
-    if (delivery.appId !== null) headers["x-github-hook-installation-target-id"] = String(delivery.appId ?? APP_ID)
-    if (delivery.id === "") delete headers["x-github-delivery"]
-    return yield* request("/api/v1/github/webhooks", { method: "POST", headers, body: delivery.body })
-  })
 
 const pullRequestOpened = (account: number, number = 7, extra: Record<string, unknown> = {}) =>
   JSON.stringify({

@@ -1,0 +1,64 @@
+/**
+ * The parts of GitHub's webhook payloads the inbox consumer reads (issue 8; GitHub's documented
+ * `installation`, `installation_repositories` and `pull_request` events), as Schemas: a payload
+ * that lacks them fails its decoding and the delivery is recorded as ignored with the reason,
+ * instead of being half-applied. Unknown fields are kept out of the decoded value.
+ */
+import { Schema } from "effect"
+
+const Account = Schema.Struct({ id: Schema.Int, login: Schema.String })
+
+/** A repository as installation events list it: no owner object, `full_name` is `owner/name`. */
+export const InstallationRepository = Schema.Struct({
+  id: Schema.Int,
+  name: Schema.String,
+  full_name: Schema.String
+})
+export type InstallationRepository = typeof InstallationRepository.Type
+
+export const InstallationEvent = Schema.Struct({
+  action: Schema.String,
+  installation: Schema.Struct({ id: Schema.Int, account: Account }),
+  repositories: Schema.optional(Schema.Array(InstallationRepository))
+})
+export type InstallationEvent = typeof InstallationEvent.Type
+
+export const InstallationRepositoriesEvent = Schema.Struct({
+  action: Schema.String,
+  installation: Schema.Struct({ id: Schema.Int, account: Account }),
+  repository_selection: Schema.optional(Schema.String),
+  repositories_added: Schema.Array(InstallationRepository),
+  repositories_removed: Schema.Array(InstallationRepository)
+})
+export type InstallationRepositoriesEvent = typeof InstallationRepositoriesEvent.Type
+
+/** A repository as most events carry it. */
+export const EventRepository = Schema.Struct({
+  id: Schema.Int,
+  name: Schema.String,
+  owner: Account,
+  default_branch: Schema.optional(Schema.String)
+})
+
+export const PullRequestEvent = Schema.Struct({
+  action: Schema.String,
+  number: Schema.Int,
+  pull_request: Schema.Struct({
+    number: Schema.Int,
+    title: Schema.String,
+    state: Schema.Literals(["open", "closed"]),
+    draft: Schema.optional(Schema.Boolean),
+    merged: Schema.optional(Schema.NullOr(Schema.Boolean)),
+    user: Schema.NullOr(Schema.Struct({ login: Schema.String })),
+    head: Schema.Struct({ sha: Schema.String }),
+    base: Schema.Struct({ sha: Schema.String })
+  }),
+  repository: EventRepository
+})
+export type PullRequestEvent = typeof PullRequestEvent.Type
+
+/** `owner/name` split at its one slash. */
+export const splitFullName = (fullName: string) => {
+  const slash = fullName.indexOf("/")
+  return { owner: fullName.slice(0, slash), name: fullName.slice(slash + 1) }
+}
