@@ -53,9 +53,8 @@ layer(layerWithOpenRouter, { excludeTestServices: true })("provider usage", (it)
         assert.strictEqual(answer.status, 200, answer.text)
         assert.notInclude(answer.text, KEY)
       }
-      const first = (
-        answers[0]?.json as { data: { provider: string; fetched_at: string; figures: Record<string, unknown> } }
-      ).data
+      type Answer = { data: { provider: string; fetched_at: string; figures: Record<string, unknown> } }
+      const first = (answers.map((answer) => answer.json as Answer)[0] ?? assert.fail("no answer")).data
       assert.strictEqual(first.provider, "openrouter")
       assert.isFalse(Number.isNaN(Date.parse(first.fetched_at)))
       assert.deepStrictEqual(first.figures, {
