@@ -86,6 +86,7 @@ export const ReviewPolicyInput = Schema.Struct({
 })
 
 export const ReviewPolicy = Schema.Struct({ ...ReviewPolicyInput.fields, guidance: Schema.String })
+export type ReviewPolicy = typeof ReviewPolicy.Type
 
 const Flags = Schema.Struct({
   agent: Schema.Boolean,

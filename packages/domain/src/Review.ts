@@ -1,0 +1,47 @@
+/**
+ * The review agent's output contract (issue 8: "Output contract"): what a review run's agent
+ * must leave in `outputs/review.json`. The publish step decodes it with this Schema and posts
+ * nothing from output that does not match — a review is never posted half-parsed.
+ *
+ * A finding anchors to lines of one file on one side of the diff (RIGHT: the pull request's head,
+ * LEFT: its base); `suggestion` is replacement text for exactly those lines, shown by GitHub as a
+ * suggested change. Severities rank CRITICAL > HIGH > MEDIUM > LOW > INFO; the inline comments a
+ * review posts are the highest-ranked up to its `comment_limit`.
+ */
+import { Schema } from "effect"
+
+export const FINDING_SEVERITIES = ["CRITICAL", "HIGH", "MEDIUM", "LOW", "INFO"] as const
+export const FindingSeverity = Schema.Literals(FINDING_SEVERITIES)
+export type FindingSeverity = typeof FindingSeverity.Type
+
+/** Lower is more severe: the order inline comments are chosen in. */
+export const severityRank = (severity: FindingSeverity): number => FINDING_SEVERITIES.indexOf(severity)
+
+export const DiffSide = Schema.Literals(["LEFT", "RIGHT"])
+export type DiffSide = typeof DiffSide.Type
+
+const Line = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
+const Text = (max: number) => Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(max))
+
+export const ReviewFinding = Schema.Struct({
+  /** Repository-relative, `/`-separated, as the diff names it. */
+  path: Text(4096),
+  start_line: Line,
+  end_line: Line,
+  side: DiffSide,
+  severity: FindingSeverity,
+  /** What kind of problem: `security`, `correctness`, `performance`, … or a CWE id such as `CWE-89`. */
+  category: Text(64),
+  title: Text(200),
+  body: Text(20_000),
+  suggestion: Schema.optional(Schema.String.check(Schema.isMaxLength(20_000)))
+}).check(
+  Schema.makeFilter((finding) => (finding.end_line >= finding.start_line ? undefined : "end_line is before start_line"))
+)
+export type ReviewFinding = typeof ReviewFinding.Type
+
+export const ReviewOutput = Schema.Struct({
+  summary: Text(20_000),
+  findings: Schema.Array(ReviewFinding).check(Schema.isMaxLength(500))
+})
+export type ReviewOutput = typeof ReviewOutput.Type
