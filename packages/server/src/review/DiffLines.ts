@@ -1,0 +1,74 @@
+/**
+ * Which lines of a pull request's diff GitHub accepts review comments on (issue 8: "inline
+ * comments on lines that exist in the diff"): from a file's unified-diff `patch` (as the pulls
+ * files endpoint returns it), the RIGHT lines (added or context, numbered in the head) and the
+ * LEFT lines (removed or context, numbered in the base) its hunks show, and the hunks themselves
+ * for the coverage ledger. A comment on any other line would be refused by GitHub with a 422.
+ */
+
+export interface Hunk {
+  readonly oldStart: number
+  readonly oldLines: number
+  readonly newStart: number
+  readonly newLines: number
+}
+
+export interface DiffLines {
+  readonly right: ReadonlySet<number>
+  readonly left: ReadonlySet<number>
+  readonly hunks: ReadonlyArray<Hunk>
+}
+
+const HUNK_HEADER = /^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@/
+
+export const diffLines = (patch: string | undefined): DiffLines => {
+  const right = new Set<number>()
+  const left = new Set<number>()
+  const hunks: Array<Hunk> = []
+  if (patch === undefined) return { right, left, hunks }
+  let oldLine = 0
+  let newLine = 0
+  // What the current hunk's header says is still to come; lines past it are not the hunk's.
+  let oldLeft = 0
+  let newLeft = 0
+  for (const line of patch.split("\n")) {
+    const header = HUNK_HEADER.exec(line)
+    if (header !== null) {
+      const hunk = {
+        oldStart: Number(header[1]),
+        oldLines: header[2] === undefined ? 1 : Number(header[2]),
+        newStart: Number(header[3]),
+        newLines: header[4] === undefined ? 1 : Number(header[4])
+      }
+      hunks.push(hunk)
+      oldLine = hunk.oldStart
+      newLine = hunk.newStart
+      oldLeft = hunk.oldLines
+      newLeft = hunk.newLines
+      continue
+    }
+    if (line.startsWith("\\")) continue
+    const marker = line[0]
+    if (marker === "+" && newLeft > 0) {
+      right.add(newLine++)
+      newLeft--
+    } else if (marker === "-" && oldLeft > 0) {
+      left.add(oldLine++)
+      oldLeft--
+    } else if ((marker === " " || line === "") && oldLeft > 0 && newLeft > 0) {
+      // Context; some tools drop the space of an empty context line.
+      right.add(newLine++)
+      left.add(oldLine++)
+      oldLeft--
+      newLeft--
+    }
+  }
+  return { right, left, hunks }
+}
+
+/** Whether every line of `start..end` on `side` is one the diff shows. */
+export const inDiff = (lines: DiffLines, side: "LEFT" | "RIGHT", start: number, end: number): boolean => {
+  const set = side === "RIGHT" ? lines.right : lines.left
+  for (let line = start; line <= end; line++) if (!set.has(line)) return false
+  return true
+}
