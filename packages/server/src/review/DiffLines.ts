@@ -14,16 +14,18 @@ export interface Hunk {
 }
 
 export interface DiffLines {
-  readonly right: ReadonlySet<number>
-  readonly left: ReadonlySet<number>
+  /** Head line numbers the diff shows, with their text. */
+  readonly right: ReadonlyMap<number, string>
+  /** Base line numbers the diff shows, with their text. */
+  readonly left: ReadonlyMap<number, string>
   readonly hunks: ReadonlyArray<Hunk>
 }
 
 const HUNK_HEADER = /^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@/
 
 export const diffLines = (patch: string | undefined): DiffLines => {
-  const right = new Set<number>()
-  const left = new Set<number>()
+  const right = new Map<number, string>()
+  const left = new Map<number, string>()
   const hunks: Array<Hunk> = []
   if (patch === undefined) return { right, left, hunks }
   let oldLine = 0
@@ -49,16 +51,17 @@ export const diffLines = (patch: string | undefined): DiffLines => {
     }
     if (line.startsWith("\\")) continue
     const marker = line[0]
+    const text = line.slice(1)
     if (marker === "+" && newLeft > 0) {
-      right.add(newLine++)
+      right.set(newLine++, text)
       newLeft--
     } else if (marker === "-" && oldLeft > 0) {
-      left.add(oldLine++)
+      left.set(oldLine++, text)
       oldLeft--
     } else if ((marker === " " || line === "") && oldLeft > 0 && newLeft > 0) {
       // Context; some tools drop the space of an empty context line.
-      right.add(newLine++)
-      left.add(oldLine++)
+      right.set(newLine++, text)
+      left.set(oldLine++, text)
       oldLeft--
       newLeft--
     }
@@ -68,7 +71,23 @@ export const diffLines = (patch: string | undefined): DiffLines => {
 
 /** Whether every line of `start..end` on `side` is one the diff shows. */
 export const inDiff = (lines: DiffLines, side: "LEFT" | "RIGHT", start: number, end: number): boolean => {
-  const set = side === "RIGHT" ? lines.right : lines.left
-  for (let line = start; line <= end; line++) if (!set.has(line)) return false
+  const shown = side === "RIGHT" ? lines.right : lines.left
+  for (let line = start; line <= end; line++) if (!shown.has(line)) return false
   return true
+}
+
+/** The text of the lines of `start..end` on `side` the diff shows (lines it does not show are left out). */
+export const diffText = (
+  lines: DiffLines,
+  side: "LEFT" | "RIGHT",
+  start: number,
+  end: number
+): ReadonlyArray<string> => {
+  const shown = side === "RIGHT" ? lines.right : lines.left
+  const text: Array<string> = []
+  for (let line = start; line <= end && line - start < 200; line++) {
+    const found = shown.get(line)
+    if (found !== undefined) text.push(found)
+  }
+  return text
 }

@@ -6,7 +6,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
-import { diffLines, inDiff } from "../../src/review/DiffLines.ts"
+import { diffLines, diffText, inDiff } from "../../src/review/DiffLines.ts"
 import { findingFingerprint, normalizeTitle } from "../../src/review/FindingFingerprint.ts"
 
 const PATCH = [
@@ -29,11 +29,11 @@ describe("diff lines", () => {
   it("numbers RIGHT lines in the head and LEFT lines in the base, hunk by hunk", () => {
     const lines = diffLines(PATCH)
     assert.deepStrictEqual(
-      [...lines.right].sort((a, b) => a - b),
+      [...lines.right.keys()].sort((a, b) => a - b),
       [10, 11, 12, 13, 14, 15, 16, 42]
     )
     assert.deepStrictEqual(
-      [...lines.left].sort((a, b) => a - b),
+      [...lines.left.keys()].sort((a, b) => a - b),
       [10, 11, 12, 13, 14, 40]
     )
     assert.deepStrictEqual(lines.hunks, [
@@ -44,6 +44,12 @@ describe("diff lines", () => {
     assert.isFalse(inDiff(lines, "RIGHT", 16, 17))
     assert.isFalse(inDiff(lines, "RIGHT", 41, 41))
     assert.isTrue(inDiff(lines, "LEFT", 40, 40))
+    assert.deepStrictEqual(diffText(lines, "RIGHT", 11, 13), [
+      "  for (const raw of lines) {",
+      "    const line = raw.trim()",
+      '    if (line === "") continue'
+    ])
+    assert.deepStrictEqual(diffText(lines, "LEFT", 11, 11), ["  for (const line of lines) {"])
   })
 
   it("a file without a patch (binary, too large) has no commentable line", () => {
@@ -66,8 +72,8 @@ describe("diff lines", () => {
           const lines = diffLines(patch)
           assert.strictEqual(lines.right.size, newCount)
           assert.strictEqual(lines.left.size, oldCount)
-          if (newCount > 0) assert.strictEqual(Math.min(...lines.right), start)
-          if (newCount > 0) assert.strictEqual(Math.max(...lines.right), start + newCount - 1)
+          if (newCount > 0) assert.strictEqual(Math.min(...lines.right.keys()), start)
+          if (newCount > 0) assert.strictEqual(Math.max(...lines.right.keys()), start + newCount - 1)
         }
       )
     )
