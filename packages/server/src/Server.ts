@@ -41,6 +41,7 @@ import { OrganizationSecretsRepo } from "./persistence/OrganizationSecretsRepo.t
 import { OrganizationsRepo } from "./persistence/OrganizationsRepo.ts"
 import { PullRequestsRepo } from "./persistence/PullRequestsRepo.ts"
 import { RepositoriesRepo } from "./persistence/RepositoriesRepo.ts"
+import { ReviewFindingsRepo } from "./persistence/ReviewFindingsRepo.ts"
 import { SecretRotationRepo } from "./persistence/SecretRotationRepo.ts"
 import { SessionsRepo } from "./persistence/SessionsRepo.ts"
 import { UsersRepo } from "./persistence/UsersRepo.ts"
@@ -100,6 +101,7 @@ export const appServices = (options: { readonly rotationWorker: boolean }) =>
         MemoriesRepo.layer,
         WorkflowRunsRepo.layer,
         PullRequestsRepo.layer,
+        ReviewFindingsRepo.layer,
         WorkItemsRepo.layer,
         ConfigurationRepo.layer,
         AgentConnectionsRepo.layer,

@@ -151,5 +151,8 @@ export const RunEventsLive = RunEvents.toLayer(
         )
     })
   }),
-  { maxIdleTime: "10 minutes" }
+  // Short: each resident entity holds its ring and PubSub (measured ~26 KB plus the ring's events),
+  // and a finished run's entity would otherwise stay for its whole idle time. A live subscription
+  // keeps it; one restarted later fills from the database.
+  { maxIdleTime: "1 minute" }
 )
