@@ -16,28 +16,32 @@ export interface PullRequestRef {
   readonly number: number
 }
 
+export interface PlannedReview {
+  readonly runId: string
+  readonly headSha: string
+  readonly summary: string
+  readonly plan: ReviewPlan
+}
+
+/** A posted review: GitHub's id for it and for each inline comment, by the finding's fingerprint. */
+export interface PostedReview {
+  readonly runId: string
+  readonly githubReviewId: number
+  readonly comments: ReadonlyArray<{
+    readonly fingerprint: string
+    readonly commentId: number
+    readonly threadId: string | null
+  }>
+}
+
 export class ReviewFindingsRepo extends Context.Service<
   ReviewFindingsRepo,
   {
     readonly known: (pr: PullRequestRef) => Effect.Effect<ReadonlyArray<KnownFinding>>
     /** Records the review and its plan; run it in the transaction that records the publish. */
-    readonly recordPlan: (
-      pr: PullRequestRef,
-      review: { readonly runId: string; readonly headSha: string; readonly summary: string; readonly plan: ReviewPlan }
-    ) => Effect.Effect<void, never, SqlClient.SqlClient>
+    readonly recordPlan: (pr: PullRequestRef, review: PlannedReview) => Effect.Effect<void, never, SqlClient.SqlClient>
     /** The GitHub ids of the inline comments a posted review created, by fingerprint. */
-    readonly recordPosted: (
-      pr: PullRequestRef,
-      review: {
-        readonly runId: string
-        readonly githubReviewId: number
-        readonly comments: ReadonlyArray<{
-          readonly fingerprint: string
-          readonly commentId: number
-          readonly threadId: string | null
-        }>
-      }
-    ) => Effect.Effect<void>
+    readonly recordPosted: (pr: PullRequestRef, review: PostedReview) => Effect.Effect<void>
     /** Dismisses the finding a GitHub review comment posted; false when no open finding has that comment. */
     readonly dismissByComment: (organizationId: string, commentId: number, reason: string) => Effect.Effect<boolean>
   }
@@ -67,12 +71,7 @@ export class ReviewFindingsRepo extends Context.Service<
 
       const recordPlan = Effect.fn("ReviewFindingsRepo.recordPlan")(function* (
         pr: PullRequestRef,
-        review: {
-          readonly runId: string
-          readonly headSha: string
-          readonly summary: string
-          readonly plan: ReviewPlan
-        }
+        review: PlannedReview
       ) {
         const tx = yield* SqlClient.SqlClient
         const coverage = {
@@ -121,15 +120,7 @@ export class ReviewFindingsRepo extends Context.Service<
 
       const recordPosted = Effect.fn("ReviewFindingsRepo.recordPosted")(function* (
         pr: PullRequestRef,
-        review: {
-          readonly runId: string
-          readonly githubReviewId: number
-          readonly comments: ReadonlyArray<{
-            readonly fingerprint: string
-            readonly commentId: number
-            readonly threadId: string | null
-          }>
-        }
+        review: PostedReview
       ) {
         yield* sql
           .withTransaction(

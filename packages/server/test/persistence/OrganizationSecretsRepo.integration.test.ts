@@ -1,29 +1,10 @@
-/**
- * User-managed secrets (spec: Secret-rotation procedure 6): sealed bound to their row, replaced in
- * place, names checked, concurrent first writes of one name end as one row.
- */
-import { randomBytes } from "node:crypto"
-import { LogCapture, TestDatabase } from "@bosun/testing"
 import { assert, layer } from "@effect/vitest"
-import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { Effect, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
-import { AppConfig } from "../../src/config/AppConfig.ts"
-import { Migrator } from "../../src/persistence/Migrator.ts"
 import { OrganizationSecretsRepo } from "../../src/persistence/OrganizationSecretsRepo.ts"
-import { appServices } from "../../src/Server.ts"
-import { layerTestSecrets, testSettings } from "../support/TestServer.ts"
+import { layerTestServices } from "../support/TestServices.ts"
 
-const Services = appServices({ rotationWorker: false }).pipe(
-  Layer.provideMerge(Migrator.layer),
-  Layer.tap((context) => Context.get(context, Migrator).awaitReady),
-  Layer.provideMerge(
-    layerTestSecrets({
-      masterKey: { key: Redacted.make(randomBytes(32).toString("base64")), version: 1, previous: new Map() }
-    })
-  ),
-  Layer.provide(Layer.succeed(AppConfig, AppConfig.of(testSettings()))),
-  Layer.provideMerge(Layer.mergeAll(TestDatabase.layer, LogCapture.layer))
-)
+const Services = layerTestServices
 
 layer(Services, { excludeTestServices: true })("OrganizationSecretsRepo", (it) => {
   it.effect("stores a value sealed and reads it back; a new value replaces it in the same row", () =>

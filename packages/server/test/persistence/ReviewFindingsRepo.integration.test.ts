@@ -1,38 +1,16 @@
-/**
- * Reviews and findings across pushes (issue 8: stable findings), through the real repository on a
- * fresh database: a first review's findings are open, the pull request counts them; a second
- * review posts only the new one, resolves the one gone from a changed file, keeps the others; a
- * finding dismissed through its GitHub comment is never reopened, even when reported again; the
- * coverage ledger is kept per review.
- */
-import { randomBytes } from "node:crypto"
 import type { ReviewFinding } from "@bosun/domain"
-import { LogCapture, TestDatabase } from "@bosun/testing"
 import { assert, layer } from "@effect/vitest"
-import { Context, Effect, Layer, Redacted } from "effect"
+import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { AppConfig } from "../../src/config/AppConfig.ts"
-import { Migrator } from "../../src/persistence/Migrator.ts"
 import { OrganizationsRepo } from "../../src/persistence/OrganizationsRepo.ts"
 import { PullRequestsRepo } from "../../src/persistence/PullRequestsRepo.ts"
 import { RepositoriesRepo } from "../../src/persistence/RepositoriesRepo.ts"
 import { ReviewFindingsRepo } from "../../src/persistence/ReviewFindingsRepo.ts"
 import { type ChangedFile, coverageOf, planReview } from "../../src/review/ReviewPlan.ts"
 import { pathExclusion } from "../../src/review/ReviewPolicy.ts"
-import { appServices } from "../../src/Server.ts"
-import { layerTestSecrets, testSettings } from "../support/TestServer.ts"
+import { layerTestServices } from "../support/TestServices.ts"
 
-const Services = appServices({ rotationWorker: false }).pipe(
-  Layer.provideMerge(Migrator.layer),
-  Layer.tap((context) => Context.get(context, Migrator).awaitReady),
-  Layer.provideMerge(
-    layerTestSecrets({
-      masterKey: { key: Redacted.make(randomBytes(32).toString("base64")), version: 1, previous: new Map() }
-    })
-  ),
-  Layer.provide(Layer.succeed(AppConfig, AppConfig.of(testSettings()))),
-  Layer.provideMerge(Layer.mergeAll(TestDatabase.layer, LogCapture.layer))
-)
+const Services = layerTestServices
 
 const added = (n: number) =>
   [`@@ -0,0 +1,${n} @@`, ...Array.from({ length: n }, (_, i) => `+code line ${i + 1}`)].join("\n")

@@ -1,0 +1,23 @@
+/**
+ * The server's services (repositories, sealing, no rotation worker) over a fresh migrated test
+ * database and a fresh master key: for tests of a repository without the HTTP stack or a cluster.
+ */
+import { randomBytes } from "node:crypto"
+import { LogCapture, TestDatabase } from "@bosun/testing"
+import { Context, Layer, Redacted } from "effect"
+import { AppConfig } from "../../src/config/AppConfig.ts"
+import { Migrator } from "../../src/persistence/Migrator.ts"
+import { appServices } from "../../src/Server.ts"
+import { layerTestSecrets, testSettings } from "./TestServer.ts"
+
+export const layerTestServices = appServices({ rotationWorker: false }).pipe(
+  Layer.provideMerge(Migrator.layer),
+  Layer.tap((context) => Context.get(context, Migrator).awaitReady),
+  Layer.provideMerge(
+    layerTestSecrets({
+      masterKey: { key: Redacted.make(randomBytes(32).toString("base64")), version: 1, previous: new Map() }
+    })
+  ),
+  Layer.provide(Layer.succeed(AppConfig, AppConfig.of(testSettings()))),
+  Layer.provideMerge(Layer.mergeAll(TestDatabase.layer, LogCapture.layer))
+)
