@@ -57,6 +57,10 @@ describe("three runners on one Postgres", () => {
           BOSUN_RUNTIME_TOKEN: TOKEN,
           BOSUN_SCHEDULER_IDLE_TICK: "300 millis",
           BOSUN_SHARD_LOCK_EXPIRATION: "3 seconds",
+          // This test is about workflows resuming on the survivors; with the default 90 s lease a
+          // CI machine loaded by other test files (one run saw failover take 84 s) lets lease
+          // recovery start a second attempt first. Lease recovery has tests of its own.
+          BOSUN_ATTEMPT_LEASE: "5 minutes",
           BOSUN_LANE_AGENT_CONCURRENCY: "24",
           BOSUN_EVENT_FLUSH_INTERVAL: "200 millis",
           TEST_REPO_URL: fixtures.repoUrl
