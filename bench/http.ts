@@ -20,6 +20,7 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import autocannon from "autocannon"
 import { runContext, writeReport } from "./Report.ts"
+import { SERVER_NODE_FLAGS } from "./ServerFlags.ts"
 
 const duration = Number(process.env.BENCH_DURATION ?? 10)
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 32)
@@ -117,7 +118,7 @@ const main = async () => {
   if (env.DATABASE_URL && !env.BOSUN_MASTER_KEY) env.BOSUN_MASTER_KEY = randomBytes(32).toString("base64")
 
   const bare = spawn(process.execPath, [path.join(root, "bench/bare-server.ts"), String(barePort)], { stdio: "ignore" })
-  const bosun = spawn(process.execPath, [path.join(root, "packages/server/src/main.ts")], {
+  const bosun = spawn(process.execPath, [...SERVER_NODE_FLAGS, path.join(root, "packages/server/src/main.ts")], {
     env,
     stdio: ["ignore", "ignore", "inherit"]
   })

@@ -59,6 +59,7 @@ import { Context, Effect, Exit, Redacted, Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import { benchDatabase } from "./BenchDatabase.ts"
 import { benchRoot, runContext, writeReport } from "./Report.ts"
+import { SERVER_NODE_FLAGS } from "./ServerFlags.ts"
 import { now, type Subscriber, subscribe, subscribeMany } from "./scheduler/SseSubscribers.ts"
 
 const settings = {
@@ -332,7 +333,7 @@ const setUp = async () => {
     memory.push({ at: now(), rss: logged.rss_mb, heapUsed: logged.heap_used_mb })
   }
   const server = spawnKept(
-    [...profileFlags, settings.serverScript],
+    [...SERVER_NODE_FLAGS, ...profileFlags, settings.serverScript],
     {
       ...inherited,
       ...instanceEnv,

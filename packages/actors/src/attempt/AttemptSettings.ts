@@ -7,7 +7,10 @@ import { Context, Duration } from "effect"
 export interface AttemptSettingsShape {
   /** How long one execute step tails the runtime before handing over to the next one. */
   readonly executeChunk: Duration.Duration
-  /** Runtime events are written to `workflow_events` at least this often... */
+  /**
+   * Runtime events are written to `workflow_events` at least this often... (the first event after a
+   * quiet interval is written at once: see LeadingBatches)
+   */
   readonly flushInterval: Duration.Duration
   /** ...or as soon as this many are waiting. */
   readonly flushMaxEvents: number

@@ -38,6 +38,7 @@ import {
 } from "./AttemptPorts.ts"
 import * as Records from "./AttemptRecords.ts"
 import { AttemptSettings } from "./AttemptSettings.ts"
+import { leadingBatches } from "./LeadingBatches.ts"
 
 export class StepFailure extends Schema.TaggedError<StepFailure>()("StepFailure", {
   code: Schema.String,
@@ -209,7 +210,7 @@ const executeChunk = (run: AttemptRun, prepared: Prepared) =>
       .pipe(
         Stream.mapError(fromRuntimeError),
         Stream.interruptWhen(Effect.sleep(settings.executeChunk)),
-        Stream.groupedWithin(settings.flushMaxEvents, settings.flushInterval),
+        leadingBatches(settings.flushMaxEvents, settings.flushInterval),
         Stream.runForEach(flush)
       )
     if (!finished) return { finished: false, result: null }
