@@ -45,3 +45,6 @@ export const ReviewOutput = Schema.Struct({
   findings: Schema.Array(ReviewFinding).check(Schema.isMaxLength(500))
 })
 export type ReviewOutput = typeof ReviewOutput.Type
+
+/** Where a review run's agent leaves its output (`$BOSUN_OUTPUT_DIR/review.json` in the sandbox). */
+export const REVIEW_OUTPUT_PATH = "outputs/review.json"

@@ -22,6 +22,7 @@ import { AppConfig } from "./config/AppConfig.ts"
 import { InstanceSecrets } from "./config/InstanceSecrets.ts"
 import { SecretRotation } from "./crypto/SecretRotation.ts"
 import { Secrets } from "./crypto/Secrets.ts"
+import { GithubEffectsLive } from "./github/GithubEffects.ts"
 import { GithubInboxLive } from "./github/GithubInbox.ts"
 import { ApiRoutes, serve } from "./http/HttpApp.ts"
 import { OrgAccess } from "./http/OrgAccess.ts"
@@ -39,6 +40,7 @@ import { MemoriesRepo } from "./persistence/MemoriesRepo.ts"
 import { Migrator } from "./persistence/Migrator.ts"
 import { OrganizationSecretsRepo } from "./persistence/OrganizationSecretsRepo.ts"
 import { OrganizationsRepo } from "./persistence/OrganizationsRepo.ts"
+import { ProviderEffectsRepo } from "./persistence/ProviderEffectsRepo.ts"
 import { PullRequestsRepo } from "./persistence/PullRequestsRepo.ts"
 import { RepositoriesRepo } from "./persistence/RepositoriesRepo.ts"
 import { ReviewFindingsRepo } from "./persistence/ReviewFindingsRepo.ts"
@@ -50,6 +52,7 @@ import { WorkItemsRepo } from "./persistence/WorkItemsRepo.ts"
 import { Composio } from "./providers/Composio.ts"
 import { GitHubApp } from "./providers/GitHubApp.ts"
 import { GitHubOAuth } from "./providers/GitHubOAuth.ts"
+import { GitHubPulls } from "./providers/GitHubPulls.ts"
 import { UsageSourceLive } from "./providers/ProviderUsage.ts"
 import { AgentRuntime } from "./runtime/AgentRuntime.ts"
 import { StorageLive } from "./storage/StorageLive.ts"
@@ -102,6 +105,7 @@ export const appServices = (options: { readonly rotationWorker: boolean }) =>
         WorkflowRunsRepo.layer,
         PullRequestsRepo.layer,
         ReviewFindingsRepo.layer,
+        ProviderEffectsRepo.layer,
         WorkItemsRepo.layer,
         ConfigurationRepo.layer,
         AgentConnectionsRepo.layer,
@@ -116,7 +120,10 @@ export const appServices = (options: { readonly rotationWorker: boolean }) =>
 export const AppServicesLive = appServices({ rotationWorker: true })
 
 /** The clients that act as the organization's GitHub App; they need the cache besides the services. */
-export const AppProvidersLive = Layer.mergeAll(GitHubApp.layer, UsageSourceLive)
+export const AppProvidersLive = Layer.mergeAll(
+  GitHubPulls.layer.pipe(Layer.provideMerge(GitHubApp.layer)),
+  UsageSourceLive
+)
 
 /** Serves `routes` (production: `ApiRoutes`); needs the Migrator, AppConfig, SqlClient and an HttpServer. */
 export const HttpLive = <A, E, R>(routes: Layer.Layer<A, E, R>) => serve(routes)
@@ -177,8 +184,8 @@ export const makeServerLive = <E, R>(workflowTypes: Layer.Layer<WorkflowTypes, E
     // The server starts listening only once everything its routes use is built: a request that
     // arrived before the routes were installed would never be answered.
     Layer.provideMerge(HttpLive(ApiRoutes).pipe(Layer.provideMerge(NodeServerLive))),
+    Layer.provideMerge(Layer.mergeAll(GithubInboxLive, GithubEffectsLive)),
     Layer.provideMerge(layerClusterRunner(workflowTypes)),
-    Layer.provideMerge(GithubInboxLive),
     Layer.provideMerge(AppProvidersLive),
     Layer.provideMerge(AppServicesLive),
     Layer.provideMerge(StorageLive),

@@ -6,12 +6,16 @@
 import { type WorkflowType, WorkflowTypes } from "@bosun/actors/attempt/AttemptPorts"
 import { Effect, Layer } from "effect"
 import { catalogDiscoveryWorkflow } from "../workflows/CatalogDiscoveryWorkflow.ts"
+import { reviewWorkflow } from "../workflows/ReviewWorkflow.ts"
 
 const registry = (types: Readonly<Record<string, WorkflowType>>) =>
   WorkflowTypes.of({ get: (workflowType) => (Object.hasOwn(types, workflowType) ? types[workflowType] : undefined) })
 
 /** Production's workflow types, built with the services they need (repositories, clients). */
-export const productionWorkflowTypes = Effect.map(catalogDiscoveryWorkflow, (catalog) => ({ ...catalog }))
+export const productionWorkflowTypes = Effect.map(
+  Effect.all([catalogDiscoveryWorkflow, reviewWorkflow]),
+  ([catalog, review]) => ({ ...catalog, ...review })
+)
 
 /** The given types (built with what they need), registered; tests add theirs to production's this way. */
 export const layerWorkflowTypes = <E, R>(types: Effect.Effect<Readonly<Record<string, WorkflowType>>, E, R>) =>

@@ -48,6 +48,7 @@ export const PullRequestEvent = Schema.Struct({
     title: Schema.String,
     state: Schema.Literals(["open", "closed"]),
     draft: Schema.optional(Schema.Boolean),
+    changed_files: Schema.optional(Schema.Int),
     merged: Schema.optional(Schema.NullOr(Schema.Boolean)),
     user: Schema.NullOr(Schema.Struct({ login: Schema.String })),
     head: Schema.Struct({ sha: Schema.String }),

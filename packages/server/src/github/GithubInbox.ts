@@ -9,21 +9,34 @@
  *   appear, available; deleted / suspend: every repository of the organization becomes unavailable.
  * - `installation_repositories`: added ones appear (available), removed ones become unavailable.
  * - `pull_request`: the pull request's row follows it (title, author, OPEN / CLOSED / MERGED); a
- *   repository the organization does not have yet is recorded from the payload first.
+ *   repository the organization does not have yet is recorded from the payload first. Opened,
+ *   reopened, synchronize and ready_for_review ask the repository's review_policy (ReviewPolicy)
+ *   whether to review; a review is a `review` run queued in this same transaction, its job keyed
+ *   by the pull request both as session (one review of a pull request at a time) and as batch (a
+ *   newer push supersedes a review still queued: only the newest head is reviewed), and the
+ *   Scheduler is woken after the commit. A pull request over max_changed_files gets one short
+ *   comment saying so instead (a `github.pr_comment` effect on `bosun-effects`, GithubEffects).
  *
  * A payload that lacks what its event needs is recorded as ignored with the decoding's message.
  * A database failure fails the message, which the queue retries and finally dead-letters.
  */
+import { enqueueRun } from "@bosun/actors/jobs/RunQueue"
+import { wakeScheduler } from "@bosun/actors/scheduler/SchedulerEntity"
 import { Effect, Layer, Option, Schema } from "effect"
+import { Sharding } from "effect/cluster"
 import { SqlClient } from "effect/sql"
 import { GITHUB_DELIVERY_KIND } from "../http/GithubWebhooksHttp.ts"
+import { ConfigurationRepo } from "../persistence/ConfigurationRepo.ts"
 import { GithubDeliveriesRepo, type GithubDelivery } from "../persistence/GithubDeliveriesRepo.ts"
 import { Migrator } from "../persistence/Migrator.ts"
 import { OrganizationsRepo } from "../persistence/OrganizationsRepo.ts"
 import { PullRequestsRepo } from "../persistence/PullRequestsRepo.ts"
 import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
+import { decideReview } from "../review/ReviewPolicy.ts"
 import { Outbox } from "../storage/Outbox.ts"
 import { Queues } from "../storage/Queue.ts"
+import { REVIEW } from "../workflows/ReviewWorkflow.ts"
+import { GITHUB_PR_COMMENT } from "./GithubEffects.ts"
 import {
   InstallationEvent,
   InstallationRepositoriesEvent,
@@ -33,6 +46,11 @@ import {
 } from "./GithubEvents.ts"
 
 const DeliveryPointer = Schema.Struct({ delivery_id: Schema.String })
+
+const REVIEW_ACTIONS = new Set(["opened", "reopened", "synchronize", "ready_for_review"])
+
+const tooManyFilesNotice = (changed: number, limit: number) =>
+  `Bosun did not review this pull request: it changes ${changed} files, over this repository's limit of ${limit} (review_policy.max_changed_files). Split it, or raise the limit and push again.`
 
 /** What processing a delivery came to: null when it was applied, else why it was not. */
 type Outcome = string | null
@@ -47,6 +65,10 @@ export const GithubInboxLive = Layer.effectDiscard(
     const organizations = yield* OrganizationsRepo
     const repositories = yield* RepositoriesRepo
     const pullRequests = yield* PullRequestsRepo
+    const configurations = yield* ConfigurationRepo
+    const wake = Effect.provideService(wakeScheduler, Sharding.Sharding, yield* Sharding.Sharding)
+    // Whether the delivery being handled queued a run (one delivery is handled at a time).
+    let queued = false
 
     const decodeFailure = (event: string) => (error: Schema.SchemaError) =>
       Effect.succeed<Outcome>(`the ${event} payload is not what GitHub documents: ${error.message.slice(0, 300)}`)
@@ -138,6 +160,43 @@ export const GithubInboxLive = Layer.effectDiscard(
               authorLogin: pr.user?.login ?? null,
               state: pr.state === "open" ? "OPEN" : pr.merged === true ? "MERGED" : "CLOSED"
             })
+            if (pr.state !== "open" || !REVIEW_ACTIONS.has(event.action)) return null
+            const policy = (yield* configurations.effective(org, repository.id)).review_policy
+            const decision = decideReview(policy, {
+              action: event.action,
+              draft: pr.draft ?? false,
+              authorLogin: pr.user?.login ?? null,
+              repositoryEnabled: repository.enabled
+            })
+            if (!decision.review) return `no review: ${decision.reason}`
+            const changedFiles = pr.changed_files ?? 0
+            if (changedFiles > policy.max_changed_files) {
+              yield* outbox
+                .write("bosun-effects", GITHUB_PR_COMMENT, {
+                  organization_id: org,
+                  owner: repository.owner,
+                  name: repository.name,
+                  number: pr.number,
+                  idempotency_key: `github.pr_comment:too_many_files:${repository.id}:${pr.number}:${pr.head.sha}`,
+                  body: tooManyFilesNotice(changedFiles, policy.max_changed_files)
+                })
+                .pipe(Effect.orDie, Effect.provideService(SqlClient.SqlClient, sql))
+              return `no review: ${changedFiles} changed files are over max_changed_files (${policy.max_changed_files}); a notice was posted`
+            }
+            const key = `review:${repository.id}:${pr.number}`
+            yield* enqueueRun({
+              organizationId: org,
+              repositoryId: repository.id,
+              workflowType: REVIEW,
+              lane: "AGENT",
+              sessionKey: key,
+              batchKey: key,
+              headSha: pr.head.sha,
+              baseSha: pr.base.sha,
+              pullRequestNumber: pr.number,
+              inputSnapshot: { trigger: event.action, delivery_id: delivery.deliveryId }
+            }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+            queued = true
             return null
           })
         ),
@@ -159,10 +218,11 @@ export const GithubInboxLive = Layer.effectDiscard(
 
     const handleDelivery = Effect.fn("GithubInbox.handleDelivery")(function* (payload: unknown) {
       const pointer = yield* Schema.decodeUnknownEffect(DeliveryPointer)(payload).pipe(Effect.orDie)
+      queued = false
       // Applied and marked in one transaction, the row locked: a crash between the two, or a
       // second consumer with the same wake-up, would otherwise apply it twice.
-      yield* sql
-        .withTransaction(
+      yield* outbox
+        .transaction(
           Effect.gen(function* () {
             const found = yield* deliveries.find(pointer.delivery_id, { forUpdate: true })
             if (Option.isNone(found) || found.value.processedAt !== null) return
@@ -181,6 +241,7 @@ export const GithubInboxLive = Layer.effectDiscard(
           })
         )
         .pipe(Effect.orDie)
+      if (queued) yield* wake
     })
 
     yield* migrator.awaitReady.pipe(

@@ -6,7 +6,7 @@
  * resolved_findings counted again from the rows. A dismissed finding is never reopened; a resolved
  * one the agent reports again is open again (a regression).
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import type { KnownFinding, ReviewPlan } from "../review/ReviewPlan.ts"
 
@@ -42,6 +42,13 @@ export class ReviewFindingsRepo extends Context.Service<
     readonly recordPlan: (pr: PullRequestRef, review: PlannedReview) => Effect.Effect<void, never, SqlClient.SqlClient>
     /** The GitHub ids of the inline comments a posted review created, by fingerprint. */
     readonly recordPosted: (pr: PullRequestRef, review: PostedReview) => Effect.Effect<void>
+    /** The head of the pull request's newest posted review: what a new push is compared with. */
+    readonly lastReviewedHead: (pr: PullRequestRef) => Effect.Effect<Option.Option<string>>
+    /** The GitHub review threads of these findings, where they have one. */
+    readonly threadsOf: (
+      pr: PullRequestRef,
+      fingerprints: ReadonlyArray<string>
+    ) => Effect.Effect<ReadonlyArray<string>>
     /** Dismisses the finding a GitHub review comment posted; false when no open finding has that comment. */
     readonly dismissByComment: (organizationId: string, commentId: number, reason: string) => Effect.Effect<boolean>
   }
@@ -159,7 +166,30 @@ export class ReviewFindingsRepo extends Context.Service<
           .pipe(Effect.orDie)
       })
 
-      return ReviewFindingsRepo.of({ known, recordPlan, recordPosted, dismissByComment })
+      const lastReviewedHead = Effect.fn("ReviewFindingsRepo.lastReviewedHead")(function* (pr: PullRequestRef) {
+        const rows = yield* sql<{ head_sha: string }>`
+          SELECT head_sha FROM pull_request_reviews
+          WHERE organization_id = ${pr.organizationId} AND repository_id = ${pr.repositoryId}
+            AND pull_request_number = ${pr.number} AND github_review_id IS NOT NULL
+          ORDER BY posted_at DESC, created_at DESC LIMIT 1`.pipe(Effect.orDie)
+        return Option.map(Option.fromUndefinedOr(rows[0]), (row) => row.head_sha)
+      })
+
+      const threadsOf = Effect.fn("ReviewFindingsRepo.threadsOf")(function* (
+        pr: PullRequestRef,
+        fingerprints: ReadonlyArray<string>
+      ) {
+        if (fingerprints.length === 0) return []
+        const rows = yield* sql<{ github_thread_id: string }>`
+          SELECT github_thread_id FROM review_findings
+          WHERE organization_id = ${pr.organizationId} AND repository_id = ${pr.repositoryId}
+            AND pull_request_number = ${pr.number} AND github_thread_id IS NOT NULL
+            AND fingerprint = ANY(${fingerprints})
+          ORDER BY created_at, id`.pipe(Effect.orDie)
+        return rows.map((row) => row.github_thread_id)
+      })
+
+      return ReviewFindingsRepo.of({ known, recordPlan, recordPosted, lastReviewedHead, threadsOf, dismissByComment })
     })
   )
 }

@@ -18,6 +18,7 @@ import { layerClusterRunner } from "../../src/cluster/ClusterLive.ts"
 import { WorkflowTypesLive } from "../../src/cluster/WorkflowTypesLive.ts"
 import { AppConfig, type AppSettings, type MasterKeySettings } from "../../src/config/AppConfig.ts"
 import { InstanceSecrets } from "../../src/config/InstanceSecrets.ts"
+import { GithubEffectsLive } from "../../src/github/GithubEffects.ts"
 import { GithubInboxLive } from "../../src/github/GithubInbox.ts"
 import { ApiRoutes } from "../../src/http/HttpApp.ts"
 import { Migrator } from "../../src/persistence/Migrator.ts"
@@ -130,8 +131,8 @@ export const layerHttp = <A = never, E = never, R = never>(options: {
 }) =>
   HttpLive(options.extra ? Layer.mergeAll(ApiRoutes, options.extra) : ApiRoutes).pipe(
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
+    Layer.provideMerge(Layer.mergeAll(GithubInboxLive, GithubEffectsLive)),
     Layer.provideMerge(layerClusterRunner(WorkflowTypesLive)),
-    Layer.provideMerge(GithubInboxLive),
     Layer.provideMerge(AppProvidersLive),
     Layer.provideMerge(AppServicesLive),
     Layer.provideMerge(AgentRuntime.layer),

@@ -1,0 +1,331 @@
+/**
+ * The review workflow type (issue 8, "The review run"; spec: What the service does 1, 9): a pull
+ * request's review as a RunAttemptWorkflow.
+ *
+ * - prepare: the pull request's changed files from GitHub give the coverage ledger (what the agent
+ *   is given, what is skipped and why); the request carries the policy, custom instructions, the
+ *   approved and enabled conventions of the organization and repository, the output contract, a
+ *   checkout of the head (cloned with an installation token) and the agent's credentials.
+ * - publish: `outputs/review.json` decoded with the domain contract (nothing is posted from output
+ *   that does not match); the plan (inline up to comment_limit, overflow, outside the diff, already
+ *   posted, dismissed, resolved) is recorded together with the review's provider effect, keyed by
+ *   the run, in one transaction; then the review is posted — or, when a PENDING effect may already
+ *   have been posted, found on GitHub by the marker its body carries — its comments are matched to
+ *   findings by the marker each carries, and the threads of resolved findings are resolved.
+ *   A pull request whose head moved on since the run was queued is not reviewed at the old head:
+ *   the push queued a newer review.
+ *
+ * Sandboxes that inject credentials (PLATFORM_CONTAINER) are refused for now with
+ * `credential_injection_unsupported`: their grants need the provider's hosts, which the agent
+ * connection does not record yet.
+ */
+import { AttemptError, type WorkflowType } from "@bosun/actors/attempt/AttemptPorts"
+import { REVIEW_OUTPUT_PATH, ReviewOutput, type RunRequest } from "@bosun/domain"
+import { Effect, Option, Redacted, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import { AppConfig } from "../config/AppConfig.ts"
+import { AgentConnectionsRepo } from "../persistence/AgentConnectionsRepo.ts"
+import { ConfigurationRepo } from "../persistence/ConfigurationRepo.ts"
+import { MemoriesRepo } from "../persistence/MemoriesRepo.ts"
+import { ProviderEffectsRepo } from "../persistence/ProviderEffectsRepo.ts"
+import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
+import { ReviewFindingsRepo } from "../persistence/ReviewFindingsRepo.ts"
+import { GitHubApp, type GitHubAppError } from "../providers/GitHubApp.ts"
+import { GitHubPulls, type PullRef, type ReviewCommentDraft } from "../providers/GitHubPulls.ts"
+import { reviewInstructions, reviewPrompt } from "../review/ReviewInstructions.ts"
+import { commentBody, coverageOf, planReview, reviewBody } from "../review/ReviewPlan.ts"
+import { pathExclusion } from "../review/ReviewPolicy.ts"
+
+export const REVIEW = "review"
+
+const CHECKOUT = "repo"
+const REVIEW_TIME_LIMIT_SECONDS = 1800
+
+const fail = (code: string, message: string, retryable = false) => new AttemptError({ code, message, retryable })
+
+const fromGithub = (error: GitHubAppError) =>
+  error.reason === "Unavailable"
+    ? fail("github_unavailable", error.message, true)
+    : fail(
+        `github_${error.reason.replace(/[A-Z]/g, (c, i: number) => (i === 0 ? c : `_${c}`)).toLowerCase()}`,
+        error.message
+      )
+
+/** The clone URL of a repository on the GitHub that `apiUrl` serves (github.com or Enterprise's `/api/v3`). */
+export const cloneUrl = (apiUrl: URL, owner: string, name: string): string => {
+  const web =
+    apiUrl.hostname === "api.github.com"
+      ? "https://github.com"
+      : `${apiUrl.origin}${apiUrl.pathname.replace(/\/api\/v3\/?$/, "").replace(/\/$/, "")}`
+  return `${web}/${owner}/${name}.git`
+}
+
+/** The marker a review's body carries: how a publish that may have posted finds what it posted. */
+export const reviewMarker = (runId: string) => `<!-- bosun:review:${runId} -->`
+const findingMarker = (fingerprint: string) => `<!-- bosun:finding:${fingerprint} -->`
+const FINDING_MARKER = /<!-- bosun:finding:([A-Za-z0-9:_-]+) -->/
+
+const decodeOutput = Schema.decodeUnknownEffect(Schema.fromJsonString(ReviewOutput))
+
+/** What a review effect records before it is posted: everything the call needs, no secret. */
+const ReviewEffectRequest = Schema.Struct({
+  commit_id: Schema.String,
+  body: Schema.String,
+  comments: Schema.Array(
+    Schema.Struct({
+      fingerprint: Schema.String,
+      path: Schema.String,
+      body: Schema.String,
+      line: Schema.Number,
+      side: Schema.Literals(["LEFT", "RIGHT"]),
+      start_line: Schema.optional(Schema.Number)
+    })
+  ),
+  resolved: Schema.Array(Schema.String)
+})
+type ReviewEffectRequest = typeof ReviewEffectRequest.Type
+
+export const reviewWorkflow = Effect.gen(function* () {
+  const config = yield* AppConfig
+  const sql = yield* SqlClient.SqlClient
+  const repositories = yield* RepositoriesRepo
+  const configurations = yield* ConfigurationRepo
+  const memories = yield* MemoriesRepo
+  const connections = yield* AgentConnectionsRepo
+  const findings = yield* ReviewFindingsRepo
+  const effects = yield* ProviderEffectsRepo
+  const app = yield* GitHubApp
+  const pulls = yield* GitHubPulls
+
+  const subjectOf = Effect.fnUntraced(function* (run: {
+    readonly organizationId: string
+    readonly repositoryId: string | null
+    readonly pullRequestNumber: number | null
+    readonly headSha: string | null
+  }) {
+    if (run.repositoryId === null || run.pullRequestNumber === null || run.headSha === null) {
+      return yield* fail("review_target_missing", "A review run names a repository, a pull request and its head")
+    }
+    const repository = yield* repositories.find(run.organizationId, run.repositoryId)
+    if (Option.isNone(repository)) {
+      return yield* fail("repository_missing", "The repository of this review is no longer connected")
+    }
+    const pr: PullRef = {
+      organizationId: run.organizationId,
+      repository: { owner: repository.value.owner, name: repository.value.name },
+      number: run.pullRequestNumber
+    }
+    return {
+      pr,
+      repositoryId: run.repositoryId,
+      headSha: run.headSha,
+      ref: { organizationId: run.organizationId, repositoryId: run.repositoryId, number: run.pullRequestNumber }
+    }
+  })
+
+  const type: WorkflowType = {
+    lane: "AGENT",
+    prepare: (run) =>
+      Effect.gen(function* () {
+        const subject = yield* subjectOf(run)
+        const configuration = yield* configurations.effective(run.organizationId, subject.repositoryId)
+        if (configuration.sandbox_provider === "PLATFORM_CONTAINER") {
+          return yield* fail(
+            "credential_injection_unsupported",
+            "Reviews do not run on PLATFORM_CONTAINER sandboxes yet: choose EXTERNAL_RUNTIME or a hosted sandbox provider"
+          )
+        }
+        const policy = configuration.review_policy
+        const details = yield* Effect.mapError(pulls.details(subject.pr), fromGithub)
+        const files = yield* Effect.mapError(pulls.files(subject.pr), fromGithub)
+        const coverage = coverageOf(files, pathExclusion(policy.excluded_paths))
+        const scope = yield* connections.credentials(run.organizationId, subject.repositoryId)
+        if (Option.isNone(scope)) {
+          return yield* fail(
+            "agent_connection_missing",
+            "No agent connection of this organization or repository has provider credentials"
+          )
+        }
+        const token = yield* Effect.mapError(
+          app.installationToken(run.organizationId, subject.pr.repository),
+          fromGithub
+        )
+        const conventions = (yield* memories.list(run.organizationId)).filter(
+          (memory) =>
+            memory.lifecycle === "APPROVED" &&
+            memory.enabled &&
+            (memory.repository_id === null || memory.repository_id === subject.repositoryId)
+        )
+        const request: RunRequest = {
+          run_id: run.runId,
+          attempt_id: run.attemptId,
+          agent: { kind: configuration.agent_provider },
+          model: configuration.model === "" ? "default" : configuration.model,
+          prompt: reviewPrompt(
+            {
+              repository: `${subject.pr.repository.owner}/${subject.pr.repository.name}`,
+              number: subject.pr.number,
+              title: details.title,
+              baseSha: run.baseSha ?? details.baseSha,
+              headSha: subject.headSha,
+              checkoutPath: CHECKOUT
+            },
+            coverage
+          ),
+          instructions: reviewInstructions({
+            policy,
+            customInstructions: configuration.custom_instructions,
+            conventions: conventions.map((memory) => ({ convention: memory.convention, rationale: memory.rationale }))
+          }),
+          repositories: [
+            {
+              id: subject.repositoryId,
+              url: cloneUrl(config.githubApiUrl, subject.pr.repository.owner, subject.pr.repository.name),
+              ref: `refs/pull/${subject.pr.number}/head`,
+              sha: subject.headSha,
+              path: CHECKOUT,
+              credential: Redacted.value(token)
+            }
+          ],
+          mcp_servers: [],
+          skills: [],
+          egress_tier: "STRICT",
+          time_limit_seconds: REVIEW_TIME_LIMIT_SECONDS,
+          credential_mode: "INLINE",
+          provider_credentials: scope.value.credentials
+        }
+        return {
+          request,
+          sandbox: {
+            provider: configuration.sandbox_provider,
+            instanceClass: "standard-2" as const,
+            egressTier: "STRICT" as const
+          },
+          grants: [],
+          model: configuration.model === "" ? null : configuration.model,
+          provider: configuration.agent_provider
+        }
+      }),
+    publish: ({ run, file }) =>
+      Effect.gen(function* () {
+        const subject = yield* subjectOf(run)
+        const key = `github.review:${run.runId}`
+        let effect = yield* effects.find(run.organizationId, key)
+        if (Option.isNone(effect)) {
+          const details = yield* Effect.mapError(pulls.details(subject.pr), fromGithub)
+          if (details.headSha !== subject.headSha) {
+            return yield* Effect.logInfo("review_superseded").pipe(
+              Effect.annotateLogs({ run_id: run.runId, head_sha: subject.headSha, now_head_sha: details.headSha })
+            )
+          }
+          const bytes = yield* file(REVIEW_OUTPUT_PATH)
+          const output = yield* decodeOutput(new TextDecoder().decode(bytes)).pipe(
+            Effect.mapError((error) =>
+              fail(
+                "review_output_invalid",
+                `The agent's review does not match the output contract: ${error.message.split("\n").slice(0, 3).join(" ")}`
+              )
+            )
+          )
+          const configuration = yield* configurations.effective(run.organizationId, subject.repositoryId)
+          const files = yield* Effect.mapError(pulls.files(subject.pr), fromGithub)
+          const coverage = coverageOf(files, pathExclusion(configuration.review_policy.excluded_paths))
+          const known = yield* findings.known(subject.ref)
+          const previousHead = yield* findings.lastReviewedHead(subject.ref)
+          const changed = Option.isNone(previousHead)
+            ? files.map((changedFile) => changedFile.path)
+            : yield* pulls
+                .changedPaths(subject.pr, previousHead.value, subject.headSha)
+                .pipe(Effect.orElseSucceed(() => files.map((changedFile) => changedFile.path)))
+          const plan = planReview({
+            output,
+            coverage,
+            commentLimit: configuration.review_policy.comment_limit,
+            known,
+            changedSincePrevious: new Set(changed)
+          })
+          const request: ReviewEffectRequest = {
+            commit_id: subject.headSha,
+            body: `${reviewBody(output.summary, plan)}\n\n${reviewMarker(run.runId)}`,
+            comments: plan.findings
+              .filter((finding) => finding.placement === "INLINE")
+              .map((finding) => ({
+                fingerprint: finding.fingerprint,
+                path: finding.path,
+                body: `${commentBody(finding)}\n\n${findingMarker(finding.fingerprint)}`,
+                line: finding.end_line,
+                side: finding.side,
+                ...(finding.start_line < finding.end_line ? { start_line: finding.start_line } : {})
+              })),
+            resolved: plan.resolved.map((finding) => finding.fingerprint)
+          }
+          yield* sql
+            .withTransaction(
+              Effect.gen(function* () {
+                yield* findings.recordPlan(subject.ref, {
+                  runId: run.runId,
+                  headSha: subject.headSha,
+                  summary: output.summary,
+                  plan
+                })
+                yield* effects.begin({
+                  organizationId: run.organizationId,
+                  runId: run.runId,
+                  kind: "github.review",
+                  idempotencyKey: key,
+                  request
+                })
+              })
+            )
+            .pipe(Effect.orDie, Effect.provideService(SqlClient.SqlClient, sql))
+          effect = yield* effects.find(run.organizationId, key)
+        }
+        if (Option.isNone(effect)) return yield* Effect.die(new Error("the review effect was not recorded"))
+        const request = yield* Schema.decodeUnknownEffect(ReviewEffectRequest)(effect.value.request).pipe(Effect.orDie)
+        if (effect.value.status !== "SUCCEEDED") {
+          yield* effects.attempted(run.organizationId, key)
+          const existing = yield* Effect.mapError(pulls.findReview(subject.pr, reviewMarker(run.runId)), fromGithub)
+          const reviewId = Option.isSome(existing)
+            ? existing.value
+            : yield* Effect.mapError(
+                pulls.createReview(subject.pr, {
+                  commitId: request.commit_id,
+                  body: request.body,
+                  comments: request.comments.map(
+                    (comment): ReviewCommentDraft => ({
+                      path: comment.path,
+                      body: comment.body,
+                      line: comment.line,
+                      side: comment.side,
+                      startLine: comment.start_line
+                    })
+                  )
+                }),
+                fromGithub
+              )
+          const posted = yield* Effect.mapError(pulls.reviewComments(subject.pr, reviewId), fromGithub)
+          const threads = posted.length === 0 ? [] : yield* Effect.mapError(pulls.reviewThreads(subject.pr), fromGithub)
+          const threadOf = new Map(threads.flatMap((thread) => thread.commentIds.map((id) => [id, thread.id] as const)))
+          yield* findings.recordPosted(subject.ref, {
+            runId: run.runId,
+            githubReviewId: reviewId,
+            comments: posted.flatMap((comment) => {
+              const fingerprint = FINDING_MARKER.exec(comment.body)?.[1]
+              return fingerprint === undefined
+                ? []
+                : [{ fingerprint, commentId: comment.id, threadId: threadOf.get(comment.id) ?? null }]
+            })
+          })
+          yield* effects.succeed(run.organizationId, key, { review_id: reviewId })
+        }
+        // Resolving is idempotent on GitHub, so a publish that runs again resolves them again.
+        const toResolve = yield* findings.threadsOf(subject.ref, request.resolved)
+        yield* Effect.forEach(
+          toResolve,
+          (threadId) => Effect.mapError(pulls.resolveThread(subject.pr, threadId), fromGithub),
+          { discard: true }
+        )
+      })
+  }
+  return { [REVIEW]: type }
+})
