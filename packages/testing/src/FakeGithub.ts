@@ -1,7 +1,7 @@
 /**
- * A local stand-in for GitHub that speaks the public wire format of the parts Bosun's sign-in
- * uses, laid out like GitHub Enterprise Server (OAuth at the root, REST under `/api/v3`), so the
- * real Octokit clients talk to it (test code only):
+ * A local stand-in for GitHub that speaks the public wire format of the parts Bosun uses, laid out
+ * like GitHub Enterprise Server (OAuth at the root, REST under `/api/v3`, GraphQL at
+ * `/api/graphql`), so the real Octokit clients talk to it (test code only):
  * - `POST /login/oauth/access_token` (form or JSON): a known code for the right client id and
  *   secret gives `{access_token, token_type, scope}`, anything else `{error:
  *   "bad_verification_code", ...}` with status 200, as GitHub does;
@@ -11,14 +11,23 @@
  *   key, `iss` the App id, unexpired): `GET /api/v3/repos/:owner/:repo/installation` (404 where
  *   the App is not installed) and `POST /api/v3/app/installations/:id/access_tokens` (an
  *   installation token valid one hour);
- * - with an installation token: `GET /api/v3/repos/:owner/:repo/branches/:branch` for the
- *   installation's repositories.
- * Every request is recorded so tests can assert what was sent.
+ * - with an installation token that reaches the repository (401 `Bad credentials` for an unknown
+ *   token, 404 where the installation does not reach it), under `/api/v3/repos/:owner/:repo`:
+ *   `GET branches/:branch`; `GET`/`PATCH pulls/:n`; `GET pulls/:n/files`, `GET pulls/:n/reviews`,
+ *   `GET pulls/:n/reviews/:id/comments` (paginated by `per_page`/`page` with a `link` header);
+ *   `POST pulls/:n/reviews` (422 `Pull request review thread line must be part of the diff` when
+ *   a comment's line range is not in the file's patch on its side; each comment opens a thread);
+ *   `POST pulls/:n/comments/:id/replies`; `GET commits/:ref/check-runs` (`check_name`, `status`,
+ *   `filter=latest|all`), `POST check-runs`; `POST issues/:n/comments`;
+ * - with an installation token, `POST /api/graphql`: the `reviewThreads(first:, after:)` query and
+ *   the `resolveReviewThread`/`unresolveReviewThread` mutations, recognized by those field names,
+ *   with NOT_FOUND and pagination errors in `errors` and status 200, as GitHub answers them.
+ * Every request is recorded, and tests can fail the next calls matching a method and path.
  */
-import { createPublicKey, randomBytes, verify } from "node:crypto"
-import { createServer, type IncomingMessage } from "node:http"
+import { createHash, createPublicKey, randomBytes, verify } from "node:crypto"
+import { createServer, type IncomingMessage, STATUS_CODES } from "node:http"
 import type { AddressInfo } from "node:net"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Predicate } from "effect"
 
 export interface FakeGithubUser {
   readonly id: number
@@ -39,6 +48,8 @@ export interface FakeGithubApp {
   /** The App id and its public key (PEM): JWTs the App signs are accepted. */
   readonly appId?: number
   readonly publicKey?: string
+  /** What its installations post as, `<slug>[bot]`; `bosun` unless given. */
+  readonly slug?: string
 }
 
 export interface FakeGithubInstallation {
@@ -47,6 +58,112 @@ export interface FakeGithubInstallation {
   readonly account: { readonly id: number; readonly login: string; readonly type: "User" | "Organization" }
   /** `owner/name` of each repository it reaches. */
   readonly repositories: ReadonlyArray<string>
+}
+
+export interface FakeGithubPullFile {
+  readonly filename: string
+  /** added, modified, removed, renamed, copied, changed, unchanged. */
+  readonly status: string
+  readonly additions: number
+  readonly deletions: number
+  /** The unified diff; left out, as GitHub does, for binary and very large files. */
+  readonly patch?: string
+}
+
+export interface FakeGithubPull {
+  readonly number: number
+  readonly head: { readonly sha: string; readonly ref: string }
+  readonly base: { readonly sha: string; readonly ref: string }
+  readonly title: string
+  readonly body: string | null
+  readonly draft: boolean
+  readonly state: "open" | "closed"
+  readonly user: { readonly login: string; readonly type: "User" | "Bot" }
+  /** In GitHub's order (the files endpoint pages through them as given). */
+  readonly files: ReadonlyArray<FakeGithubPullFile>
+}
+
+export interface FakeGithubAccount {
+  readonly login: string
+  readonly id: number
+  readonly type: "User" | "Bot"
+}
+
+export interface FakeGithubReviewComment {
+  readonly id: number
+  readonly node_id: string
+  readonly pull_request_review_id: number
+  /** The comment that opened the thread, for a reply. */
+  readonly in_reply_to_id: number | null
+  readonly path: string
+  readonly line: number
+  readonly start_line: number | null
+  readonly side: "LEFT" | "RIGHT"
+  readonly start_side: "LEFT" | "RIGHT" | null
+  /** Position of `line` in the file's patch (1 is the line below the first `@@`). */
+  readonly position: number
+  readonly diff_hunk: string
+  readonly commit_id: string
+  readonly body: string
+  readonly user: FakeGithubAccount
+  readonly created_at: string
+}
+
+export interface FakeGithubReview {
+  readonly id: number
+  readonly node_id: string
+  readonly body: string
+  readonly commit_id: string
+  /** What was posted (`COMMENT`, `APPROVE`, `REQUEST_CHANGES`; null for a pending review). */
+  readonly event: string | null
+  readonly state: "COMMENTED" | "APPROVED" | "CHANGES_REQUESTED" | "PENDING"
+  readonly user: FakeGithubAccount
+  readonly submitted_at: string
+  readonly comments: ReadonlyArray<FakeGithubReviewComment>
+}
+
+export interface FakeGithubThread {
+  /** The GraphQL node id `resolveReviewThread` takes. */
+  readonly id: string
+  readonly isResolved: boolean
+  /** REST ids of its comments, the one that opened it first. */
+  readonly commentIds: ReadonlyArray<number>
+}
+
+export interface FakeGithubCheckRun {
+  readonly id: number
+  readonly node_id: string
+  readonly name: string
+  readonly head_sha: string
+  readonly external_id: string | null
+  readonly status: string
+  readonly conclusion: string | null
+  readonly details_url: string | null
+  readonly started_at: string
+  readonly completed_at: string | null
+  readonly output: {
+    readonly title: string | null
+    readonly summary: string | null
+    readonly text: string | null
+    readonly annotations_count: number
+  }
+  readonly app: { readonly id: number; readonly slug: string }
+}
+
+export interface FakeGithubIssueComment {
+  readonly id: number
+  readonly node_id: string
+  readonly body: string
+  readonly user: FakeGithubAccount
+  readonly created_at: string
+}
+
+/** The next `times` (1 unless given) requests with this method whose path matches fail with `status`. */
+export interface FakeGithubFailure {
+  readonly method: string
+  readonly path: RegExp
+  readonly status: number
+  readonly times?: number
 }
 
 /** The App id a JWT claims, when its RS256 signature checks out under that App's key and it has not expired. */
@@ -70,6 +187,8 @@ const verifyAppJwt = (authorization: string | undefined, publicKeys: ReadonlyMap
 export interface RecordedRequest {
   readonly method: string
   readonly path: string
+  /** The query string without its `?` (empty when there is none). */
+  readonly query: string
   readonly authorization: string | undefined
   readonly body: string
 }
@@ -80,6 +199,85 @@ const readBody = (req: IncomingMessage) =>
     req.on("data", (chunk: Buffer) => (body += chunk.toString()))
     req.on("end", () => resolve(body))
   })
+
+/** A JSON body as an object; anything else (no body, an array, bad JSON) reads as empty. */
+const parseObject = (body: string): { readonly [key: string]: unknown } => {
+  if (body === "") return {}
+  const parsed: unknown = JSON.parse(body)
+  return Predicate.isObject(parsed) ? parsed : {}
+}
+
+const timestamp = () => new Date().toISOString().replace(/\.\d{3}Z$/, "Z")
+
+/** GitHub-looking node ids: a type prefix and an opaque suffix. */
+const nodeId = (prefix: string, id: number) => `${prefix}_kwDO${Buffer.from(String(id)).toString("base64url")}`
+
+/** A stable numeric id for a login, so the same user always has the same id. */
+const accountId = (login: string) => Number.parseInt(createHash("sha1").update(login).digest("hex").slice(0, 7), 16)
+
+/**
+ * The lines of a unified diff a review comment may sit on, by `RIGHT:<new line>` (added and
+ * context lines) and `LEFT:<old line>` (removed and context lines), each with its position (the
+ * line's index in the patch: the first `@@` is 0) and the index of its hunk's header.
+ */
+const diffLines = (patch: string) => {
+  const lines = new Map<string, { readonly position: number; readonly hunk: number }>()
+  let oldLine = 0
+  let newLine = 0
+  let hunk = -1
+  patch.split("\n").forEach((text, position) => {
+    const header = /^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(text)
+    if (header !== null) {
+      oldLine = Number(header[1])
+      newLine = Number(header[2])
+      hunk = position
+      return
+    }
+    if (hunk < 0 || text.startsWith("\\")) return
+    if (text.startsWith("+")) {
+      lines.set(`RIGHT:${newLine++}`, { position, hunk })
+    } else if (text.startsWith("-")) {
+      lines.set(`LEFT:${oldLine++}`, { position, hunk })
+    } else {
+      lines.set(`RIGHT:${newLine++}`, { position, hunk })
+      lines.set(`LEFT:${oldLine++}`, { position, hunk })
+    }
+  })
+  return lines
+}
+
+const REVIEW_STATES: Readonly<Record<string, FakeGithubReview["state"]>> = {
+  COMMENT: "COMMENTED",
+  APPROVE: "APPROVED",
+  REQUEST_CHANGES: "CHANGES_REQUESTED"
+}
+
+/** The value of `name` among the arguments of `field(...)` in a GraphQL document: a literal, or the variable it names. */
+const graphqlArgument = (
+  query: string,
+  field: string,
+  name: string,
+  variables: { readonly [key: string]: unknown }
+): unknown => {
+  const args = new RegExp(`\\b${field}\\s*\\(([^)]*)\\)`).exec(query)?.[1] ?? ""
+  const value = new RegExp(`\\b${name}\\s*:\\s*(\\$\\w+|"(?:[^"\\\\]|\\\\.)*"|-?\\d+|true|false|null)`).exec(args)?.[1]
+  if (value === undefined) return undefined
+  return value.startsWith("$") ? variables[value.slice(1)] : JSON.parse(value)
+}
+
+const cursorOf = (index: number) => Buffer.from(`cursor:v2:${index}`).toString("base64")
+const indexOfCursor = (cursor: unknown) =>
+  typeof cursor === "string"
+    ? Number(/^cursor:v2:(\d+)$/.exec(Buffer.from(cursor, "base64").toString())?.[1] ?? -1)
+    : -1
+
+interface PullRecord {
+  pull: FakeGithubPull
+  readonly id: number
+  readonly reviews: Array<FakeGithubReview>
+  readonly threads: Array<{ readonly id: string; isResolved: boolean; readonly commentIds: Array<number> }>
+  readonly issueComments: Array<FakeGithubIssueComment>
+}
 
 export class FakeGithub extends Context.Service<
   FakeGithub,
@@ -94,12 +292,43 @@ export class FakeGithub extends Context.Service<
     readonly addInstallation: (installation: FakeGithubInstallation) => void
     /** Points `branch` of `owner/name` at `sha`. */
     readonly setBranch: (repository: string, branch: string, sha: string) => void
+    /**
+     * Opens pull request `pull.number` of `owner/name`, or updates it: the fields given replace
+     * theirs, the others keep their value (a new pull request needs `head` and `base`; the rest
+     * default to an open, non-draft pull request by `octocat` without files). Reviews, threads
+     * and comments stay across updates.
+     */
+    readonly setPull: (
+      repository: string,
+      pull: Pick<FakeGithubPull, "number"> & Partial<Omit<FakeGithubPull, "number">>
+    ) => void
+    /** The pull request's description as it stands (after any `PATCH`); undefined for an unknown pull request. */
+    readonly pullBody: (repository: string, number: number) => string | null | undefined
+    /** Its reviews, oldest first, each with the comments posted with it. */
+    readonly reviews: (repository: string, number: number) => ReadonlyArray<FakeGithubReview>
+    /** Its review threads, oldest first. */
+    readonly threads: (repository: string, number: number) => ReadonlyArray<FakeGithubThread>
+    /** Its conversation comments, oldest first. */
+    readonly issueComments: (repository: string, number: number) => ReadonlyArray<FakeGithubIssueComment>
+    /** Every check run created on the repository, oldest first. */
+    readonly checkRuns: (repository: string) => ReadonlyArray<FakeGithubCheckRun>
+    /** A person's reply to review comment `commentId`, added to its thread as GitHub does; answers the reply's id. */
+    readonly addReply: (
+      repository: string,
+      number: number,
+      commentId: number,
+      reply: { readonly login: string; readonly body: string }
+    ) => number
     /** How many installation tokens were issued so far. */
     readonly issuedInstallationTokens: () => number
     /** A one-time authorization code for `user`, as GitHub hands it to the callback. */
     readonly issueCode: (clientId: string, user: FakeGithubUser) => string
+    /** What `GET .../compare/{base}...{head}` lists as changed (unset pairs answer 404, as for an unknown commit). */
+    readonly setCompare: (repository: string, base: string, head: string, filenames: ReadonlyArray<string>) => void
     /** Fail every REST call with this status (simulating an outage); undefined to stop. */
     readonly failWith: (status: number | undefined) => void
+    /** Fail the next matching calls (any route), e.g. `{ method: "POST", path: /\/reviews$/, status: 502 }`. */
+    readonly failNext: (failure: FakeGithubFailure) => void
   }
 >()("bosun/testing/FakeGithub") {
   static readonly layer = Layer.effect(
@@ -108,27 +337,95 @@ export class FakeGithub extends Context.Service<
       Effect.promise(async () => {
         const apps = new Map<string, string>()
         const appKeys = new Map<number, string>()
+        const appSlugs = new Map<number, string>()
         const installations = new Map<number, FakeGithubInstallation>()
         const installationTokens = new Map<string, FakeGithubInstallation>()
         const branches = new Map<string, string>()
         const codes = new Map<string, { clientId: string; user: FakeGithubUser }>()
         const tokens = new Map<string, FakeGithubUser>()
         const requests: Array<RecordedRequest> = []
+        const pulls = new Map<string, PullRecord>()
+        const checkRuns = new Map<string, Array<FakeGithubCheckRun>>()
+        const compares = new Map<string, ReadonlyArray<string>>()
+        const failures: Array<{
+          readonly method: string
+          readonly path: RegExp
+          readonly status: number
+          left: number
+        }> = []
+        // GitHub's ids are unique across kinds; one counter keeps them apart here too.
+        let lastId = 1_000_000
+        const nextId = () => ++lastId
         let failure: number | undefined
+
+        const pullOf = (repository: string, number: number) => pulls.get(`${repository}#${number}`)
+        const account = (login: string, type: "User" | "Bot"): FakeGithubAccount => ({
+          login,
+          id: accountId(login),
+          type
+        })
+        const botOf = (installation: FakeGithubInstallation) =>
+          account(`${appSlugs.get(installation.appId) ?? "bosun"}[bot]`, "Bot")
+
+        /**
+         * Replies to review comment `commentId` of the pull request: like GitHub, a reply is a
+         * comment of a new review of its own, on the line of the thread's first comment.
+         */
+        const reply = (record: PullRecord, commentId: number, user: FakeGithubAccount, body: string) => {
+          const thread = record.threads.find((candidate) => candidate.commentIds.includes(commentId))
+          const first = record.reviews
+            .flatMap((review) => review.comments)
+            .find((comment) => comment.id === thread?.commentIds[0])
+          if (thread === undefined || first === undefined) return undefined
+          const reviewId = nextId()
+          const id = nextId()
+          const comment: FakeGithubReviewComment = {
+            ...first,
+            id,
+            node_id: nodeId("PRRC", id),
+            pull_request_review_id: reviewId,
+            in_reply_to_id: first.id,
+            body,
+            user,
+            created_at: timestamp()
+          }
+          record.reviews.push({
+            id: reviewId,
+            node_id: nodeId("PRR", reviewId),
+            body: "",
+            commit_id: record.pull.head.sha,
+            event: "COMMENT",
+            state: "COMMENTED",
+            user,
+            submitted_at: comment.created_at,
+            comments: [comment]
+          })
+          thread.commentIds.push(id)
+          return comment
+        }
+
         const server = createServer(async (req, res) => {
           const body = await readBody(req)
           const url = new URL(req.url ?? "/", "http://fake")
+          const method = req.method ?? ""
           requests.push({
-            method: req.method ?? "",
+            method,
             path: url.pathname,
+            query: url.search.replace(/^\?/, ""),
             authorization: req.headers.authorization,
             body
           })
-          const json = (status: number, value: unknown) => {
-            res.writeHead(status, { "content-type": "application/json; charset=utf-8" })
+          const json = (status: number, value: unknown, headers: Record<string, string> = {}) => {
+            res.writeHead(status, { "content-type": "application/json; charset=utf-8", ...headers })
             res.end(JSON.stringify(value))
           }
-          if (req.method === "POST" && url.pathname === "/login/oauth/access_token") {
+          const planned = failures.find((candidate) => candidate.method === method && candidate.path.test(url.pathname))
+          if (planned !== undefined) {
+            planned.left -= 1
+            if (planned.left <= 0) failures.splice(failures.indexOf(planned), 1)
+            return json(planned.status, { message: STATUS_CODES[planned.status] ?? "Error" })
+          }
+          if (method === "POST" && url.pathname === "/login/oauth/access_token") {
             const params: Record<string, string> = req.headers["content-type"]?.includes("json")
               ? (JSON.parse(body) as Record<string, string>)
               : Object.fromEntries(new URLSearchParams(body))
@@ -157,7 +454,7 @@ export class FakeGithub extends Context.Service<
             if (appId === undefined) {
               return json(401, { message: "A JSON web token could not be decoded" })
             }
-            if (repoInstallation !== null && req.method === "GET") {
+            if (repoInstallation !== null && method === "GET") {
               const repository = `${repoInstallation[1]}/${repoInstallation[2]}`
               const found = [...installations.values()].find(
                 (installation) => installation.appId === appId && installation.repositories.includes(repository)
@@ -171,7 +468,7 @@ export class FakeGithub extends Context.Service<
               })
             }
             const installation = installations.get(Number(accessTokens?.[1]))
-            if (req.method !== "POST" || installation === undefined || installation.appId !== appId) {
+            if (method !== "POST" || installation === undefined || installation.appId !== appId) {
               return json(404, { message: "Not Found" })
             }
             const token = `ghs_${randomBytes(18).toString("hex")}`
@@ -183,9 +480,11 @@ export class FakeGithub extends Context.Service<
               repository_selection: "selected"
             })
           }
+          const installation = installationTokens.get(
+            (req.headers.authorization ?? "").replace(/^(token|bearer) /i, "")
+          )
           const branch = /^\/api\/v3\/repos\/([^/]+)\/([^/]+)\/branches\/(.+)$/.exec(url.pathname)
-          if (branch !== null && req.method === "GET") {
-            const installation = installationTokens.get((req.headers.authorization ?? "").replace(/^token /i, ""))
+          if (branch !== null && method === "GET") {
             if (installation === undefined) return json(401, { message: "Bad credentials" })
             const repository = `${branch[1]}/${branch[2]}`
             const sha = branches.get(`${repository}#${decodeURIComponent(branch[3] ?? "")}`)
@@ -194,9 +493,492 @@ export class FakeGithub extends Context.Service<
             }
             return json(200, { name: decodeURIComponent(branch[3] ?? ""), commit: { sha }, protected: false })
           }
+
+          const api = `http://${req.headers.host ?? "127.0.0.1"}/api/v3`
+          /** One page of `items` by `per_page` (30 unless given, at most 100) and `page`, with GitHub's `link` header. */
+          const paged = <A>(items: ReadonlyArray<A>) => {
+            const perPage = Math.min(Math.max(Math.trunc(Number(url.searchParams.get("per_page") ?? 30)) || 30, 1), 100)
+            const page = Math.max(Math.trunc(Number(url.searchParams.get("page") ?? 1)) || 1, 1)
+            const last = Math.max(Math.ceil(items.length / perPage), 1)
+            const link = (n: number, rel: string) => {
+              const target = new URL(`${api}${url.pathname.replace(/^\/api\/v3/, "")}${url.search}`)
+              target.searchParams.set("per_page", String(perPage))
+              target.searchParams.set("page", String(n))
+              return `<${target.href}>; rel="${rel}"`
+            }
+            const links = [
+              ...(page > 1 ? [link(page - 1, "prev"), link(1, "first")] : []),
+              ...(page < last ? [link(page + 1, "next"), link(last, "last")] : [])
+            ]
+            return {
+              items: items.slice((page - 1) * perPage, page * perPage),
+              headers: links.length === 0 ? {} : { link: links.join(", ") }
+            }
+          }
+          const unprocessable = (documentation: string, ...errors: ReadonlyArray<string>) =>
+            json(422, {
+              message: "Unprocessable Entity",
+              errors,
+              documentation_url: `https://docs.github.com/rest/${documentation}`,
+              status: "422"
+            })
+
+          const repoCall =
+            /^\/api\/v3\/repos\/([^/]+)\/([^/]+)\/((?:pulls|commits|check-runs|issues|compare)(?:\/.*)?)$/.exec(
+              url.pathname
+            )
+          if (repoCall !== null) {
+            if (installation === undefined) return json(401, { message: "Bad credentials" })
+            const repository = `${decodeURIComponent(repoCall[1] ?? "")}/${decodeURIComponent(repoCall[2] ?? "")}`
+            if (!installation.repositories.includes(repository)) return json(404, { message: "Not Found" })
+            const route = repoCall[3] ?? ""
+            const input = parseObject(body)
+            const bot = botOf(installation)
+            const pullCall = /^(?:pulls|issues)\/(\d+)(\/.*)?$/.exec(route)
+            const record = pullCall === null ? undefined : pullOf(repository, Number(pullCall[1]))
+            if (pullCall !== null && record === undefined) return json(404, { message: "Not Found" })
+            const sub = pullCall?.[2] ?? ""
+            const pullJson = (pull: FakeGithubPull) => ({
+              url: `${api}/repos/${repository}/pulls/${pull.number}`,
+              id: record?.id,
+              node_id: nodeId("PR", record?.id ?? 0),
+              html_url: `https://github.com/${repository}/pull/${pull.number}`,
+              number: pull.number,
+              state: pull.state,
+              locked: false,
+              title: pull.title,
+              user: account(pull.user.login, pull.user.type),
+              body: pull.body,
+              draft: pull.draft,
+              merged: false,
+              head: {
+                label: `${repository.split("/")[0]}:${pull.head.ref}`,
+                ...pull.head,
+                repo: { full_name: repository }
+              },
+              base: {
+                label: `${repository.split("/")[0]}:${pull.base.ref}`,
+                ...pull.base,
+                repo: { full_name: repository }
+              },
+              changed_files: pull.files.length,
+              additions: pull.files.reduce((sum, file) => sum + file.additions, 0),
+              deletions: pull.files.reduce((sum, file) => sum + file.deletions, 0)
+            })
+            const reviewJson = (review: FakeGithubReview) => ({
+              id: review.id,
+              node_id: review.node_id,
+              user: review.user,
+              body: review.body,
+              state: review.state,
+              html_url: `https://github.com/${repository}/pull/${pullCall?.[1]}#pullrequestreview-${review.id}`,
+              pull_request_url: `${api}/repos/${repository}/pulls/${pullCall?.[1]}`,
+              author_association: "NONE",
+              submitted_at: review.submitted_at,
+              commit_id: review.commit_id
+            })
+            // GitHub leaves `in_reply_to_id` out of a comment that opens a thread.
+            const commentJson = ({ in_reply_to_id: inReplyTo, ...comment }: FakeGithubReviewComment) => ({
+              url: `${api}/repos/${repository}/pulls/comments/${comment.id}`,
+              ...comment,
+              ...(inReplyTo === null ? {} : { in_reply_to_id: inReplyTo }),
+              original_commit_id: comment.commit_id,
+              original_line: comment.line,
+              original_start_line: comment.start_line,
+              original_position: comment.position,
+              subject_type: "line",
+              updated_at: comment.created_at,
+              author_association: "NONE",
+              html_url: `https://github.com/${repository}/pull/${pullCall?.[1]}#discussion_r${comment.id}`,
+              pull_request_url: `${api}/repos/${repository}/pulls/${pullCall?.[1]}`
+            })
+
+            if (record !== undefined && route.startsWith("pulls/")) {
+              if (sub === "" && method === "GET") return json(200, pullJson(record.pull))
+              if (sub === "" && method === "PATCH") {
+                const { body: description, title, state } = input
+                if (
+                  (description !== undefined && description !== null && typeof description !== "string") ||
+                  (title !== undefined && typeof title !== "string") ||
+                  (state !== undefined && state !== "open" && state !== "closed")
+                ) {
+                  return json(422, {
+                    message: "Validation Failed",
+                    errors: [{ resource: "PullRequest", code: "invalid" }]
+                  })
+                }
+                record.pull = {
+                  ...record.pull,
+                  ...(description === undefined ? {} : { body: description }),
+                  ...(title === undefined ? {} : { title }),
+                  ...(state === undefined ? {} : { state })
+                }
+                return json(200, pullJson(record.pull))
+              }
+              if (sub === "/files" && method === "GET") {
+                // GitHub lists at most 3,000 files of a pull request.
+                const page = paged(record.pull.files.slice(0, 3000))
+                return json(
+                  200,
+                  page.items.map((file) => ({
+                    sha: createHash("sha1").update(`${file.filename}@${record.pull.head.sha}`).digest("hex"),
+                    filename: file.filename,
+                    status: file.status,
+                    additions: file.additions,
+                    deletions: file.deletions,
+                    changes: file.additions + file.deletions,
+                    blob_url: `https://github.com/${repository}/blob/${record.pull.head.sha}/${file.filename}`,
+                    raw_url: `https://github.com/${repository}/raw/${record.pull.head.sha}/${file.filename}`,
+                    contents_url: `${api}/repos/${repository}/contents/${file.filename}?ref=${record.pull.head.sha}`,
+                    ...(file.patch === undefined ? {} : { patch: file.patch })
+                  })),
+                  page.headers
+                )
+              }
+              if (sub === "/reviews" && method === "GET") {
+                const page = paged(record.reviews)
+                return json(200, page.items.map(reviewJson), page.headers)
+              }
+              const reviewComments = /^\/reviews\/(\d+)\/comments$/.exec(sub)
+              if (reviewComments !== null && method === "GET") {
+                const review = record.reviews.find((candidate) => candidate.id === Number(reviewComments[1]))
+                if (review === undefined) return json(404, { message: "Not Found" })
+                const page = paged(review.comments)
+                return json(200, page.items.map(commentJson), page.headers)
+              }
+              if (sub === "/reviews" && method === "POST") {
+                const event = input.event
+                if (event !== undefined && (typeof event !== "string" || REVIEW_STATES[event] === undefined)) {
+                  return unprocessable("pulls/reviews#create-a-review-for-a-pull-request", `Invalid event: ${event}`)
+                }
+                const commitId = input.commit_id ?? record.pull.head.sha
+                if (typeof commitId !== "string" || !/^[0-9a-f]{40}$/.test(commitId)) {
+                  return unprocessable(
+                    "pulls/reviews#create-a-review-for-a-pull-request",
+                    `No commit found for SHA: ${commitId}`
+                  )
+                }
+                const reviewId = nextId()
+                const submittedAt = timestamp()
+                const drafts = Array.isArray(input.comments) ? (input.comments as ReadonlyArray<unknown>) : []
+                const comments: Array<FakeGithubReviewComment> = []
+                // Every comment is checked before anything is kept: GitHub posts the whole review or none of it.
+                for (const draft of drafts) {
+                  const fields = Predicate.isObject(draft) ? draft : {}
+                  const { path, body: text, line } = fields
+                  const side = fields.side ?? "RIGHT"
+                  const startLine = fields.start_line ?? null
+                  const startSide = fields.start_side ?? (startLine === null ? null : side)
+                  const file = record.pull.files.find((candidate) => candidate.filename === path)
+                  if (typeof path !== "string" || typeof text !== "string") {
+                    return unprocessable("pulls/reviews#create-a-review-for-a-pull-request", "Invalid comment")
+                  }
+                  if (file?.patch === undefined) {
+                    return unprocessable(
+                      "pulls/reviews#create-a-review-for-a-pull-request",
+                      "Path could not be resolved"
+                    )
+                  }
+                  if (
+                    typeof line !== "number" ||
+                    (side !== "LEFT" && side !== "RIGHT") ||
+                    (startLine !== null && typeof startLine !== "number") ||
+                    (startSide !== null && startSide !== "LEFT" && startSide !== "RIGHT")
+                  ) {
+                    return unprocessable(
+                      "pulls/reviews#create-a-review-for-a-pull-request",
+                      "Pull request review thread line must be part of the diff"
+                    )
+                  }
+                  if (startLine !== null && startLine >= line) {
+                    return unprocessable(
+                      "pulls/reviews#create-a-review-for-a-pull-request",
+                      "Pull request review thread start line must precede the end line"
+                    )
+                  }
+                  const lines = diffLines(file.patch)
+                  // A range on one side covers every line between; across sides, GitHub checks its two ends.
+                  const covered =
+                    startLine === null
+                      ? [`${side}:${line}`]
+                      : startSide === side
+                        ? Array.from({ length: line - startLine + 1 }, (_, i) => `${side}:${startLine + i}`)
+                        : [`${startSide}:${startLine}`, `${side}:${line}`]
+                  const at = lines.get(`${side}:${line}`)
+                  if (at === undefined || covered.some((key) => !lines.has(key))) {
+                    return unprocessable(
+                      "pulls/reviews#create-a-review-for-a-pull-request",
+                      "Pull request review thread line must be part of the diff"
+                    )
+                  }
+                  const id = nextId()
+                  comments.push({
+                    id,
+                    node_id: nodeId("PRRC", id),
+                    pull_request_review_id: reviewId,
+                    in_reply_to_id: null,
+                    path,
+                    line,
+                    start_line: startLine,
+                    side,
+                    start_side: startSide,
+                    position: at.position,
+                    diff_hunk: file.patch
+                      .split("\n")
+                      .slice(at.hunk, at.position + 1)
+                      .join("\n"),
+                    commit_id: commitId,
+                    body: text,
+                    user: bot,
+                    created_at: submittedAt
+                  })
+                }
+                const review: FakeGithubReview = {
+                  id: reviewId,
+                  node_id: nodeId("PRR", reviewId),
+                  body: typeof input.body === "string" ? input.body : "",
+                  commit_id: commitId,
+                  event: typeof event === "string" ? event : null,
+                  state: typeof event === "string" ? (REVIEW_STATES[event] ?? "PENDING") : "PENDING",
+                  user: bot,
+                  submitted_at: submittedAt,
+                  comments
+                }
+                record.reviews.push(review)
+                for (const comment of comments) {
+                  const threadId = nextId()
+                  record.threads.push({ id: nodeId("PRRT", threadId), isResolved: false, commentIds: [comment.id] })
+                }
+                return json(200, reviewJson(review))
+              }
+              const replies = /^\/comments\/(\d+)\/replies$/.exec(sub)
+              if (replies !== null && method === "POST") {
+                if (typeof input.body !== "string") {
+                  return unprocessable("pulls/comments#create-a-reply-for-a-review-comment", "body is missing")
+                }
+                const posted = reply(record, Number(replies[1]), bot, input.body)
+                if (posted === undefined) return json(404, { message: "Not Found" })
+                return json(201, commentJson(posted))
+              }
+            }
+            if (record !== undefined && sub === "/comments" && method === "GET" && route.startsWith("issues/")) {
+              const page = paged(record.issueComments)
+              return json(
+                200,
+                page.items.map((comment) => ({
+                  ...comment,
+                  updated_at: comment.created_at,
+                  author_association: "NONE"
+                })),
+                page.headers
+              )
+            }
+            const compare = /^compare\/([0-9a-f]+)\.\.\.([0-9a-f]+)$/.exec(route)
+            if (compare !== null && method === "GET") {
+              const listed = compares.get(`${repository}#${compare[1]}...${compare[2]}`)
+              if (listed === undefined) return json(404, { message: "Not Found" })
+              // GitHub lists a comparison's files (at most 300) on its first page only.
+              return json(200, {
+                status: "ahead",
+                total_commits: 1,
+                files: listed
+                  .slice(0, 300)
+                  .map((filename) => ({ filename, status: "modified", additions: 1, deletions: 0 }))
+              })
+            }
+            if (record !== undefined && sub === "/comments" && method === "POST" && route.startsWith("issues/")) {
+              if (typeof input.body !== "string" || input.body === "") {
+                return json(422, {
+                  message: "Validation Failed",
+                  errors: [{ resource: "IssueComment", code: "missing_field", field: "body" }]
+                })
+              }
+              const id = nextId()
+              const comment: FakeGithubIssueComment = {
+                id,
+                node_id: nodeId("IC", id),
+                body: input.body,
+                user: bot,
+                created_at: timestamp()
+              }
+              record.issueComments.push(comment)
+              return json(201, {
+                url: `${api}/repos/${repository}/issues/comments/${id}`,
+                html_url: `https://github.com/${repository}/pull/${record.pull.number}#issuecomment-${id}`,
+                issue_url: `${api}/repos/${repository}/issues/${record.pull.number}`,
+                ...comment,
+                updated_at: comment.created_at,
+                author_association: "NONE"
+              })
+            }
+            const runs = checkRuns.get(repository) ?? []
+            const listRuns = /^commits\/([^/]+)\/check-runs$/.exec(route)
+            if (listRuns !== null && method === "GET") {
+              const ref = decodeURIComponent(listRuns[1] ?? "")
+              const sha = branches.get(`${repository}#${ref}`) ?? ref
+              const name = url.searchParams.get("check_name")
+              const status = url.searchParams.get("status")
+              const matching = runs.filter(
+                (run) =>
+                  run.head_sha === sha &&
+                  (name === null || run.name === name) &&
+                  (status === null || run.status === status)
+              )
+              // `filter=latest` (GitHub's default) keeps the most recent check run of each name.
+              const listed =
+                url.searchParams.get("filter") === "all"
+                  ? matching
+                  : matching.filter((run) => !matching.some((other) => other.name === run.name && other.id > run.id))
+              const page = paged([...listed].reverse())
+              return json(200, { total_count: listed.length, check_runs: page.items }, page.headers)
+            }
+            if (route === "check-runs" && method === "POST") {
+              const { name, head_sha: headSha, external_id: externalId, conclusion, output } = input
+              const status = input.status ?? (conclusion === undefined ? "queued" : "completed")
+              const out = Predicate.isObject(output) ? output : {}
+              if (typeof name !== "string" || name === "" || typeof headSha !== "string") {
+                return json(422, { message: 'Invalid request.\n\n"name" and "head_sha" are required.' })
+              }
+              if (status === "completed" && typeof conclusion !== "string") {
+                return json(422, { message: "Invalid request.\n\nNo conclusion provided for a completed check run." })
+              }
+              if (output !== undefined && (typeof out.title !== "string" || typeof out.summary !== "string")) {
+                return json(422, { message: 'Invalid request.\n\n"title" and "summary" are required in output.' })
+              }
+              const id = nextId()
+              const run: FakeGithubCheckRun = {
+                id,
+                node_id: nodeId("CR", id),
+                name,
+                head_sha: headSha,
+                external_id: typeof externalId === "string" ? externalId : null,
+                status: String(status),
+                conclusion: typeof conclusion === "string" ? conclusion : null,
+                details_url: typeof input.details_url === "string" ? input.details_url : null,
+                started_at: timestamp(),
+                completed_at: status === "completed" ? timestamp() : null,
+                output: {
+                  title: typeof out.title === "string" ? out.title : null,
+                  summary: typeof out.summary === "string" ? out.summary : null,
+                  text: typeof out.text === "string" ? out.text : null,
+                  annotations_count: 0
+                },
+                app: { id: installation.appId, slug: appSlugs.get(installation.appId) ?? "bosun" }
+              }
+              checkRuns.set(repository, [...runs, run])
+              return json(201, run)
+            }
+            return json(404, { message: "Not Found" })
+          }
+
+          if (method === "POST" && url.pathname === "/api/graphql") {
+            if (installation === undefined) return json(401, { message: "Bad credentials" })
+            const { query, variables: given } = parseObject(body)
+            const document = typeof query === "string" ? query : ""
+            const variables = Predicate.isObject(given) ? given : {}
+            const notFound = (path: ReadonlyArray<string>, message: string) => ({
+              type: "NOT_FOUND",
+              path,
+              locations: [{ line: 2, column: 3 }],
+              message
+            })
+            const resolving = /\bresolveReviewThread\b/.test(document)
+            if (resolving || /\bunresolveReviewThread\b/.test(document)) {
+              const field = resolving ? "resolveReviewThread" : "unresolveReviewThread"
+              const threadId = graphqlArgument(document, field, "threadId", variables)
+              const thread = [...pulls.entries()]
+                .filter(([key]) => installation.repositories.includes(key.slice(0, key.lastIndexOf("#"))))
+                .flatMap(([, candidate]) => candidate.threads)
+                .find((candidate) => candidate.id === threadId)
+              if (thread === undefined) {
+                return json(200, {
+                  data: null,
+                  errors: [notFound([field], `Could not resolve to a node with the global id of '${String(threadId)}'`)]
+                })
+              }
+              thread.isResolved = resolving
+              return json(200, { data: { [field]: { thread: { id: thread.id, isResolved: thread.isResolved } } } })
+            }
+            if (/\breviewThreads\b/.test(document)) {
+              const owner = graphqlArgument(document, "repository", "owner", variables)
+              const name = graphqlArgument(document, "repository", "name", variables)
+              const number = graphqlArgument(document, "pullRequest", "number", variables)
+              const first = graphqlArgument(document, "reviewThreads", "first", variables)
+              const after = graphqlArgument(document, "reviewThreads", "after", variables)
+              const commentsFirst = graphqlArgument(document, "comments", "first", variables)
+              const repository = `${String(owner)}/${String(name)}`
+              if (!installation.repositories.includes(repository)) {
+                return json(200, {
+                  data: { repository: null },
+                  errors: [notFound(["repository"], `Could not resolve to a Repository with the name '${repository}'.`)]
+                })
+              }
+              if (typeof first !== "number" || first < 0 || first > 100) {
+                return json(200, {
+                  data: null,
+                  errors: [
+                    typeof first === "number"
+                      ? {
+                          type: "EXCESSIVE_PAGINATION",
+                          path: ["repository", "pullRequest", "reviewThreads"],
+                          message: `Requesting ${first} records on the \`reviewThreads\` connection exceeds the \`first\` limit of 100 records.`
+                        }
+                      : {
+                          type: "MISSING_PAGINATION_BOUNDARIES",
+                          path: ["repository", "pullRequest", "reviewThreads"],
+                          message:
+                            "You must provide a `first` or `last` value to properly paginate the `reviewThreads` connection."
+                        }
+                  ]
+                })
+              }
+              const record = pullOf(repository, Number(number))
+              if (record === undefined) {
+                return json(200, {
+                  data: { repository: { pullRequest: null } },
+                  errors: [
+                    notFound(
+                      ["repository", "pullRequest"],
+                      `Could not resolve to a PullRequest with the number of ${String(number)}.`
+                    )
+                  ]
+                })
+              }
+              const start = after === undefined || after === null ? 0 : indexOfCursor(after) + 1
+              const nodes = record.threads.slice(start, start + first)
+              const end = start + nodes.length - 1
+              return json(200, {
+                data: {
+                  repository: {
+                    pullRequest: {
+                      reviewThreads: {
+                        pageInfo: {
+                          hasNextPage: start + first < record.threads.length,
+                          endCursor: nodes.length === 0 ? null : cursorOf(end)
+                        },
+                        nodes: nodes.map((thread) => ({
+                          id: thread.id,
+                          isResolved: thread.isResolved,
+                          comments: {
+                            nodes: thread.commentIds
+                              .slice(0, typeof commentsFirst === "number" ? commentsFirst : undefined)
+                              .map((databaseId) => ({ databaseId }))
+                          }
+                        }))
+                      }
+                    }
+                  }
+                }
+              })
+            }
+            return json(200, {
+              errors: [{ message: "The fake GitHub answers only reviewThreads and (un)resolveReviewThread" }]
+            })
+          }
+
           const user = tokens.get((req.headers.authorization ?? "").replace(/^(token|bearer) /i, ""))
           if (user === undefined) return json(401, { message: "Bad credentials" })
-          if (req.method === "GET" && url.pathname === "/api/v3/user") {
+          if (method === "GET" && url.pathname === "/api/v3/user") {
             return json(200, {
               id: user.id,
               login: user.login,
@@ -205,11 +987,11 @@ export class FakeGithub extends Context.Service<
               type: "User"
             })
           }
-          if (req.method === "GET" && url.pathname === "/api/v3/user/installations") {
+          if (method === "GET" && url.pathname === "/api/v3/user/installations") {
             return json(200, { total_count: user.installations.length, installations: user.installations })
           }
           const membership = /^\/api\/v3\/user\/memberships\/orgs\/([^/]+)$/.exec(url.pathname)
-          if (req.method === "GET" && membership !== null) {
+          if (method === "GET" && membership !== null) {
             const org = decodeURIComponent(membership[1] ?? "")
             const role = user.orgRoles[org]
             if (role === undefined) return json(404, { message: "Not Found" })
@@ -229,17 +1011,64 @@ export class FakeGithub extends Context.Service<
             addApp: (app) => {
               apps.set(app.clientId, app.clientSecret)
               if (app.appId !== undefined && app.publicKey !== undefined) appKeys.set(app.appId, app.publicKey)
+              if (app.appId !== undefined) appSlugs.set(app.appId, app.slug ?? "bosun")
             },
             addInstallation: (installation) => installations.set(installation.id, installation),
             setBranch: (repository, branch, sha) => branches.set(`${repository}#${branch}`, sha),
+            setPull: (repository, pull) => {
+              const existing = pullOf(repository, pull.number)
+              if (existing !== undefined) {
+                existing.pull = { ...existing.pull, ...pull }
+                return
+              }
+              const { head, base } = pull
+              if (head === undefined || base === undefined) {
+                throw new Error(`setPull: the new pull request ${repository}#${pull.number} needs head and base`)
+              }
+              pulls.set(`${repository}#${pull.number}`, {
+                pull: {
+                  title: `Pull request ${pull.number}`,
+                  body: null,
+                  draft: false,
+                  state: "open",
+                  user: { login: "octocat", type: "User" },
+                  files: [],
+                  ...pull,
+                  head,
+                  base
+                },
+                id: nextId(),
+                reviews: [],
+                threads: [],
+                issueComments: []
+              })
+            },
+            pullBody: (repository, number) => pullOf(repository, number)?.pull.body,
+            reviews: (repository, number) => structuredClone(pullOf(repository, number)?.reviews ?? []),
+            threads: (repository, number) => structuredClone(pullOf(repository, number)?.threads ?? []),
+            issueComments: (repository, number) => structuredClone(pullOf(repository, number)?.issueComments ?? []),
+            checkRuns: (repository) => structuredClone(checkRuns.get(repository) ?? []),
+            addReply: (repository, number, commentId, { login, body }) => {
+              const record = pullOf(repository, number)
+              const posted = record === undefined ? undefined : reply(record, commentId, account(login, "User"), body)
+              if (posted === undefined) {
+                throw new Error(`addReply: ${repository}#${number} has no review comment ${commentId}`)
+              }
+              return posted.id
+            },
             issuedInstallationTokens: () => installationTokens.size,
             issueCode: (clientId, user) => {
               const code = randomBytes(10).toString("hex")
               codes.set(code, { clientId, user })
               return code
             },
+            setCompare: (repository, base, head, filenames) =>
+              compares.set(`${repository}#${base}...${head}`, filenames),
             failWith: (status) => {
               failure = status
+            },
+            failNext: ({ method, path, status, times }) => {
+              failures.push({ method: method.toUpperCase(), path, status, left: times ?? 1 })
             }
           })
         }

@@ -69,6 +69,7 @@ export interface CheckRunDraft {
 const FILES_PAGE = 100
 const MAX_FILE_PAGES = 30
 const REVIEWS_PAGE = 100
+const COMPARE_FILE_LIMIT = 300
 
 const statusOf = (cause: unknown) =>
   typeof cause === "object" && cause !== null && "status" in cause && typeof cause.status === "number"
@@ -121,7 +122,8 @@ export class GitHubPulls extends Context.Service<
     readonly files: (pr: PullRef) => Effect.Effect<ReadonlyArray<ChangedFile>, GitHubAppError>
     /**
      * The paths `head` changed since `base` (compare `base...head`, GitHub's three-dot form: what a
-     * push added to the pull request). NotFound when GitHub no longer has `base` (a force push).
+     * push added to the pull request). NotFound when GitHub no longer has `base` (a force push);
+     * Unavailable when the comparison is longer than the 300 files GitHub lists.
      */
     readonly changedPaths: (
       pr: PullRef,
@@ -227,22 +229,22 @@ export class GitHubPulls extends Context.Service<
       })
 
       const changedPaths = Effect.fn("GitHubPulls.changedPaths")(function* (pr: PullRef, base: string, head: string) {
-        const paths: Array<string> = []
-        for (let page = 1; page <= MAX_FILE_PAGES; page++) {
-          const { data } = yield* withToken(pr.organizationId, pr.repository, "GET /compare/{basehead}", (headers) =>
-            request("GET /repos/{owner}/{repo}/compare/{basehead}", {
-              ...repo(pr),
-              basehead: `${base}...${head}`,
-              per_page: FILES_PAGE,
-              page,
-              headers
-            })
-          )
-          const files = data.files ?? []
-          for (const file of files) paths.push(file.filename)
-          if (files.length < FILES_PAGE) break
+        const { data } = yield* withToken(pr.organizationId, pr.repository, "GET /compare/{basehead}", (headers) =>
+          request("GET /repos/{owner}/{repo}/compare/{basehead}", {
+            ...repo(pr),
+            basehead: `${base}...${head}`,
+            headers
+          })
+        )
+        const files = data.files ?? []
+        // GitHub lists at most 300 files of a comparison, all on its first page: a longer list is incomplete.
+        if (files.length >= COMPARE_FILE_LIMIT) {
+          return yield* new GitHubAppError({
+            reason: "Unavailable",
+            message: `GitHub GET /compare/{basehead} lists only ${COMPARE_FILE_LIMIT} of the changed files`
+          })
         }
-        return paths
+        return files.map((file) => file.filename)
       })
 
       const createReview = Effect.fn("GitHubPulls.createReview")(function* (
