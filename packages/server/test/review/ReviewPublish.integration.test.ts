@@ -1,0 +1,337 @@
+/**
+ * The review workflow's publish step (issue 8: "Publish", "Stable findings across pushes") against
+ * the fake GitHub through the real Octokit clients: one review with inline comments on diff lines
+ * (outside-diff findings in the summary), never posted twice — not when publish runs again, not
+ * when it failed after GitHub had the review — and across a push: a fixed finding resolved with its
+ * thread, a new one posted, an unchanged one not re-posted; output off the contract posts nothing.
+ */
+import { generateKeyPairSync } from "node:crypto"
+import type { AttemptRun } from "@bosun/actors/attempt/AttemptPorts"
+import { FakeGithub } from "@bosun/testing"
+import { assert, describe, layer } from "@effect/vitest"
+import { Effect, Layer, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+import { AppConfig } from "../../src/config/AppConfig.ts"
+import { GithubAppsRepo } from "../../src/persistence/GithubAppsRepo.ts"
+import { OrganizationsRepo } from "../../src/persistence/OrganizationsRepo.ts"
+import { PullRequestsRepo } from "../../src/persistence/PullRequestsRepo.ts"
+import { RepositoriesRepo } from "../../src/persistence/RepositoriesRepo.ts"
+import { GitHubApp } from "../../src/providers/GitHubApp.ts"
+import { GitHubPulls } from "../../src/providers/GitHubPulls.ts"
+import { layerMemory } from "../../src/storage/CacheMemory.ts"
+import { REVIEW, reviewMarker, reviewWorkflow } from "../../src/workflows/ReviewWorkflow.ts"
+import { testSettings } from "../support/TestServer.ts"
+import { layerTestServices } from "../support/TestServices.ts"
+
+const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 })
+const APP_ID = 6161
+const ORG = "publish-org"
+const REPO = "acme/shop"
+
+const Fixture = Layer.effectDiscard(
+  Effect.gen(function* () {
+    const fake = yield* FakeGithub
+    fake.addApp({
+      clientId: "Iv1.publish",
+      clientSecret: "publish-secret",
+      appId: APP_ID,
+      publicKey: publicKey.export({ type: "spki", format: "pem" }).toString(),
+      slug: "bosun"
+    })
+    fake.addInstallation({
+      id: 777,
+      appId: APP_ID,
+      account: { id: 7100, login: "acme", type: "Organization" },
+      repositories: [REPO]
+    })
+    yield* (yield* OrganizationsRepo).ensure(ORG)
+    yield* (yield* GithubAppsRepo).upsert(ORG, {
+      githubAppId: APP_ID,
+      slug: "bosun",
+      clientId: "Iv1.publish",
+      clientSecret: Redacted.make("publish-secret"),
+      privateKey: Redacted.make(privateKey.export({ type: "pkcs8", format: "pem" }).toString()),
+      webhookSecret: Redacted.make("publish-webhook-secret")
+    })
+  })
+)
+
+const Publish = Fixture.pipe(
+  Layer.provideMerge(
+    Layer.unwrap(
+      Effect.map(FakeGithub, (fake) => {
+        const config = Layer.succeed(AppConfig, AppConfig.of(testSettings({ githubApiUrl: new URL(fake.apiUrl) })))
+        return GitHubPulls.layer.pipe(
+          Layer.provideMerge(GitHubApp.layer),
+          Layer.provide(layerMemory),
+          Layer.provideMerge(config),
+          Layer.provideMerge(layerTestServices)
+        )
+      })
+    )
+  ),
+  Layer.provideMerge(FakeGithub.layer)
+)
+
+const sha = (c: string) => c.repeat(40)
+
+/** A new file whose lines are `lines`. */
+const newFile = (lines: ReadonlyArray<string>) =>
+  [`@@ -0,0 +1,${lines.length} @@`, ...lines.map((line) => `+${line}`)].join("\n")
+
+const FIRST = Array.from({ length: 20 }, (_, i) => `const v${i + 1} = input[${i + 1}]`)
+/** The push: line 3 fixed, line 21 added; line 7 unchanged. */
+const SECOND = [...FIRST.slice(0, 2), "const v3 = sanitize(input[3])", ...FIRST.slice(3), "eval(input[21])"]
+
+const finding = (line: number, title: string, severity: "HIGH" | "MEDIUM" | "LOW" = "HIGH") => ({
+  path: "src/handler.ts",
+  start_line: line,
+  end_line: line,
+  side: "RIGHT" as const,
+  severity,
+  category: "security",
+  title,
+  body: `${title}: explained.`
+})
+
+const A = finding(3, "Unsanitized input reaches the query")
+const B = finding(7, "Input index is not bounds-checked", "MEDIUM")
+const C = finding(80, "The caller never checks the result", "LOW")
+const D = finding(21, "eval of request input")
+
+const setup = (number: number, head: string, lines: ReadonlyArray<string>) =>
+  Effect.gen(function* () {
+    const fake = yield* FakeGithub
+    fake.setPull(REPO, {
+      number,
+      head: { sha: head, ref: `feature-${number}` },
+      base: { sha: sha("0"), ref: "main" },
+      title: `Feature ${number}`,
+      files: [
+        { filename: "src/handler.ts", status: "added", additions: lines.length, deletions: 0, patch: newFile(lines) }
+      ]
+    })
+    const repository = yield* (yield* RepositoriesRepo).upsert(ORG, {
+      githubRepositoryId: 55_501,
+      owner: "acme",
+      name: "shop",
+      defaultBranch: "main"
+    })
+    yield* (yield* PullRequestsRepo).upsert(ORG, {
+      repositoryId: repository.id,
+      number,
+      title: `Feature ${number}`,
+      authorLogin: "dev"
+    })
+    return { fake, repositoryId: repository.id }
+  })
+
+const run = (runId: string, repositoryId: string, number: number, head: string): AttemptRun => ({
+  organizationId: ORG,
+  runId,
+  attempt: 1,
+  attemptId: `${runId}:1`,
+  workflowType: REVIEW,
+  repositoryId,
+  headSha: head,
+  baseSha: sha("0"),
+  pullRequestNumber: number,
+  inputSnapshot: {}
+})
+
+const publish = (attemptRun: AttemptRun, output: unknown) =>
+  Effect.gen(function* () {
+    const types = yield* reviewWorkflow
+    const type = types[REVIEW]
+    if (type === undefined) return yield* Effect.die(new Error("no review type"))
+    const text = typeof output === "string" ? output : JSON.stringify(output)
+    return yield* type.publish({
+      run: attemptRun,
+      result: {
+        run_id: attemptRun.runId,
+        attempt_id: attemptRun.attemptId,
+        agent: "CUSTOM",
+        status: "SUCCEEDED",
+        phase: "DONE",
+        retryable: false,
+        exit_code: 0,
+        error: null,
+        usage: { input_tokens: 0, output_tokens: 0, cost_usd: null, duration_ms: 1 },
+        files: [],
+        last_seq: 1,
+        started_at: new Date().toISOString(),
+        finished_at: new Date().toISOString()
+      },
+      file: () => Effect.succeed(new TextEncoder().encode(text))
+    })
+  })
+
+const findingRows = (repositoryId: string, number: number) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql<{
+      title: string
+      state: string
+      placement: string
+      github_comment_id: string | null
+      github_thread_id: string | null
+    }>`SELECT title, state, placement, github_comment_id, github_thread_id FROM review_findings
+       WHERE organization_id = ${ORG} AND repository_id = ${repositoryId} AND pull_request_number = ${number}
+       ORDER BY title COLLATE "C"`
+  )
+
+layer(Publish, { excludeTestServices: true })("review publish", (it) => {
+  describe("one review per run", () => {
+    it.effect(
+      "posts one COMMENT review: inline comments on diff lines by severity, outside-diff findings in the summary with the coverage line",
+      () =>
+        Effect.gen(function* () {
+          const { fake, repositoryId } = yield* setup(1, sha("1"), FIRST)
+          yield* publish(run("run-p1", repositoryId, 1, sha("1")), {
+            summary: "Adds the handler.",
+            findings: [B, A, C]
+          })
+
+          const reviews = fake.reviews(REPO, 1)
+          assert.strictEqual(reviews.length, 1)
+          const [review] = reviews
+          assert.strictEqual(review?.commit_id, sha("1"))
+          assert.strictEqual(review?.state, "COMMENTED")
+          assert.include(review?.body ?? "", "Adds the handler.")
+          assert.include(review?.body ?? "", "Reviewed 1 of 1 changed files.")
+          assert.include(review?.body ?? "", "Findings on lines outside the diff")
+          assert.include(review?.body ?? "", "`src/handler.ts:80` — The caller never checks the result")
+          assert.include(review?.body ?? "", reviewMarker("run-p1"))
+          assert.deepStrictEqual(
+            review?.comments.map((comment) => ({ path: comment.path, line: comment.line, side: comment.side })),
+            [
+              { path: "src/handler.ts", line: 3, side: "RIGHT" },
+              { path: "src/handler.ts", line: 7, side: "RIGHT" }
+            ]
+          )
+          assert.include(review?.comments[0]?.body ?? "", "**HIGH** · security · Unsanitized input reaches the query")
+
+          const rows = yield* findingRows(repositoryId, 1)
+          assert.deepStrictEqual(
+            rows.map((row) => ({
+              title: row.title,
+              state: row.state,
+              placement: row.placement,
+              commented: row.github_comment_id !== null,
+              threaded: row.github_thread_id !== null
+            })),
+            [
+              { title: B.title, state: "OPEN", placement: "INLINE", commented: true, threaded: true },
+              { title: C.title, state: "OPEN", placement: "OUTSIDE_DIFF", commented: false, threaded: false },
+              { title: A.title, state: "OPEN", placement: "INLINE", commented: true, threaded: true }
+            ]
+          )
+          const counts = yield* Effect.flatMap(
+            SqlClient.SqlClient,
+            (sql) => sql<{ open_findings: number; resolved_findings: number }>`
+              SELECT open_findings, resolved_findings FROM pull_requests
+              WHERE organization_id = ${ORG} AND repository_id = ${repositoryId} AND number = 1`
+          )
+          assert.deepStrictEqual(counts, [{ open_findings: 3, resolved_findings: 0 }])
+
+          // Publish running again (a retried step) posts nothing more.
+          yield* publish(run("run-p1", repositoryId, 1, sha("1")), {
+            summary: "Adds the handler.",
+            findings: [B, A, C]
+          })
+          assert.strictEqual(fake.reviews(REPO, 1).length, 1)
+        })
+    )
+
+    it.effect("a publish that failed after GitHub took the review finds it on the retry and posts no second one", () =>
+      Effect.gen(function* () {
+        const { fake, repositoryId } = yield* setup(2, sha("2"), FIRST)
+        fake.failNext({ method: "GET", path: /\/pulls\/2\/reviews\/\d+\/comments$/, status: 502, times: 1 })
+
+        const failed = yield* Effect.flip(
+          publish(run("run-p2", repositoryId, 2, sha("2")), { summary: "First try.", findings: [A] })
+        )
+        assert.strictEqual(failed.code, "github_unavailable")
+        assert.isTrue(failed.retryable)
+        assert.include(failed.message, "status 502")
+        assert.strictEqual(fake.reviews(REPO, 2).length, 1, "GitHub had the review before the step failed")
+
+        yield* publish(run("run-p2", repositoryId, 2, sha("2")), { summary: "First try.", findings: [A] })
+        assert.strictEqual(fake.reviews(REPO, 2).length, 1)
+        const rows = yield* findingRows(repositoryId, 2)
+        assert.strictEqual(rows.length, 1)
+        assert.isNotNull(rows[0]?.github_comment_id, "the comment is matched to its finding on the retry")
+      })
+    )
+
+    it.effect("output that does not match the contract fails the attempt, unretried, and posts nothing", () =>
+      Effect.gen(function* () {
+        const { fake, repositoryId } = yield* setup(3, sha("3"), FIRST)
+        const missing = yield* Effect.flip(publish(run("run-p3", repositoryId, 3, sha("3")), { findings: [A] }))
+        assert.strictEqual(missing.code, "review_output_invalid")
+        assert.isFalse(missing.retryable)
+        assert.include(missing.message, "summary")
+        const reversed = yield* Effect.flip(
+          publish(run("run-p3", repositoryId, 3, sha("3")), {
+            summary: "s",
+            findings: [{ ...A, start_line: 9, end_line: 2 }]
+          })
+        )
+        assert.strictEqual(reversed.code, "review_output_invalid")
+        const notJson = yield* Effect.flip(publish(run("run-p3", repositoryId, 3, sha("3")), "{ not json"))
+        assert.strictEqual(notJson.code, "review_output_invalid")
+        assert.strictEqual(fake.reviews(REPO, 3).length, 0)
+        assert.deepStrictEqual(yield* findingRows(repositoryId, 3), [])
+      })
+    )
+
+    it.effect("a run whose pull request moved to a newer head posts nothing", () =>
+      Effect.gen(function* () {
+        const { fake, repositoryId } = yield* setup(4, sha("5"), FIRST)
+        yield* publish(run("run-p4", repositoryId, 4, sha("4")), { summary: "Stale.", findings: [A] })
+        assert.strictEqual(fake.reviews(REPO, 4).length, 0)
+        assert.deepStrictEqual(yield* findingRows(repositoryId, 4), [])
+      })
+    )
+  })
+
+  describe("stable findings across pushes", () => {
+    it.effect(
+      "a push that fixes one finding and adds one: the fixed one resolved with its thread, the new one posted, the unchanged one not re-posted",
+      () =>
+        Effect.gen(function* () {
+          const { fake, repositoryId } = yield* setup(5, sha("6"), FIRST)
+          yield* publish(run("run-p5a", repositoryId, 5, sha("6")), { summary: "First.", findings: [A, B] })
+          assert.strictEqual(fake.reviews(REPO, 5)[0]?.comments.length, 2)
+
+          yield* setup(5, sha("7"), SECOND)
+          fake.setCompare(REPO, sha("6"), sha("7"), ["src/handler.ts"])
+          yield* publish(run("run-p5b", repositoryId, 5, sha("7")), { summary: "Second.", findings: [B, D] })
+
+          const reviews = fake.reviews(REPO, 5)
+          assert.strictEqual(reviews.length, 2)
+          assert.deepStrictEqual(
+            reviews[1]?.comments.map((comment) => comment.line),
+            [21],
+            "only the new finding is posted"
+          )
+          assert.include(reviews[1]?.body ?? "", "Resolved since the last review: 1 finding.")
+          const aComment = reviews[0]?.comments.find((comment) => comment.line === 3)
+          const threads = fake.threads(REPO, 5)
+          const aThread = threads.find((thread) => thread.commentIds[0] === aComment?.id)
+          assert.isTrue(aThread?.isResolved, "the fixed finding's thread is resolved")
+          assert.deepStrictEqual(threads.filter((thread) => thread.isResolved).length, 1, "no other thread is resolved")
+
+          const rows = yield* findingRows(repositoryId, 5)
+          assert.deepStrictEqual(
+            rows.map((row) => ({ title: row.title, state: row.state })),
+            [
+              { title: B.title, state: "OPEN" },
+              { title: A.title, state: "RESOLVED" },
+              { title: D.title, state: "OPEN" }
+            ]
+          )
+        })
+    )
+  })
+})
