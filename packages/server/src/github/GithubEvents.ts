@@ -63,3 +63,17 @@ export const splitFullName = (fullName: string) => {
   const slash = fullName.indexOf("/")
   return { owner: fullName.slice(0, slash), name: fullName.slice(slash + 1) }
 }
+
+/** A review comment: `in_reply_to_id` names the thread's first comment when it is a reply. */
+export const PullRequestReviewCommentEvent = Schema.Struct({
+  action: Schema.String,
+  comment: Schema.Struct({
+    id: Schema.Int,
+    in_reply_to_id: Schema.optional(Schema.Int),
+    body: Schema.String,
+    user: Schema.NullOr(Schema.Struct({ login: Schema.String, type: Schema.optional(Schema.String) }))
+  }),
+  pull_request: Schema.Struct({ number: Schema.Int }),
+  repository: EventRepository
+})
+export type PullRequestReviewCommentEvent = typeof PullRequestReviewCommentEvent.Type

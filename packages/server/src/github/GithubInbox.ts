@@ -16,6 +16,10 @@
  *   newer push supersedes a review still queued: only the newest head is reviewed), and the
  *   Scheduler is woken after the commit. A pull request over max_changed_files gets one short
  *   comment saying so instead (a `github.pr_comment` effect on `bosun-effects`, GithubEffects).
+ * - `pull_request_review_comment` created as a person's reply in the thread of a Bosun finding:
+ *   the finding is answered, so it is dismissed and never raised again (its reason keeps the
+ *   reply's first words). Replies by bots (Bosun's own included) change nothing. GitHub sends no
+ *   webhook for reactions, so a 👎 alone does not dismiss a finding.
  *
  * A payload that lacks what its event needs is recorded as ignored with the decoding's message.
  * A database failure fails the message, which the queue retries and finally dead-letters.
@@ -32,6 +36,7 @@ import { Migrator } from "../persistence/Migrator.ts"
 import { OrganizationsRepo } from "../persistence/OrganizationsRepo.ts"
 import { PullRequestsRepo } from "../persistence/PullRequestsRepo.ts"
 import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
+import { ReviewFindingsRepo } from "../persistence/ReviewFindingsRepo.ts"
 import { decideReview } from "../review/ReviewPolicy.ts"
 import { Outbox } from "../storage/Outbox.ts"
 import { Queues } from "../storage/Queue.ts"
@@ -42,6 +47,7 @@ import {
   InstallationRepositoriesEvent,
   type InstallationRepository,
   PullRequestEvent,
+  PullRequestReviewCommentEvent,
   splitFullName
 } from "./GithubEvents.ts"
 
@@ -66,6 +72,7 @@ export const GithubInboxLive = Layer.effectDiscard(
     const repositories = yield* RepositoriesRepo
     const pullRequests = yield* PullRequestsRepo
     const configurations = yield* ConfigurationRepo
+    const findings = yield* ReviewFindingsRepo
     const wake = Effect.provideService(wakeScheduler, Sharding.Sharding, yield* Sharding.Sharding)
     // Whether the delivery being handled queued a run (one delivery is handled at a time).
     let queued = false
@@ -203,6 +210,22 @@ export const GithubInboxLive = Layer.effectDiscard(
         Effect.catchTag("SchemaError", decodeFailure("pull_request"))
       )
 
+    const reviewComment = (delivery: GithubDelivery) =>
+      Schema.decodeUnknownEffect(PullRequestReviewCommentEvent)(delivery.payload).pipe(
+        Effect.flatMap(
+          Effect.fnUntraced(function* (event): Effect.fn.Return<Outcome> {
+            const repliedTo = event.comment.in_reply_to_id
+            if (event.action !== "created" || repliedTo === undefined) return "not a reply to a review comment"
+            if (event.comment.user === null || event.comment.user.type === "Bot")
+              return "a bot's reply dismisses nothing"
+            const reason = `${event.comment.user.login} replied: ${event.comment.body.trim().slice(0, 200)}`
+            const dismissed = yield* findings.dismissByComment(delivery.organizationId, repliedTo, reason)
+            return dismissed ? null : "the reply is not in the thread of an open Bosun finding"
+          })
+        ),
+        Effect.catchTag("SchemaError", decodeFailure("pull_request_review_comment"))
+      )
+
     const process = (delivery: GithubDelivery): Effect.Effect<Outcome> => {
       switch (delivery.event) {
         case "installation":
@@ -211,6 +234,8 @@ export const GithubInboxLive = Layer.effectDiscard(
           return installationRepositories(delivery)
         case "pull_request":
           return pullRequest(delivery)
+        case "pull_request_review_comment":
+          return reviewComment(delivery)
         default:
           return Effect.succeed(`event ${delivery.event} is not handled`)
       }

@@ -39,7 +39,8 @@ export const GITHUB_WEBHOOK_PATH = "/api/v1/github/webhooks"
 export const HANDLED_GITHUB_EVENTS: ReadonlySet<string> = new Set([
   "installation",
   "installation_repositories",
-  "pull_request"
+  "pull_request",
+  "pull_request_review_comment"
 ])
 
 /** The outbox kind of a delivery for the inbox consumer. */

@@ -16,6 +16,7 @@ import { GithubAppsRepo } from "../../src/persistence/GithubAppsRepo.ts"
 import { OrganizationsRepo } from "../../src/persistence/OrganizationsRepo.ts"
 import { PullRequestsRepo } from "../../src/persistence/PullRequestsRepo.ts"
 import { RepositoriesRepo } from "../../src/persistence/RepositoriesRepo.ts"
+import { ReviewFindingsRepo } from "../../src/persistence/ReviewFindingsRepo.ts"
 import { GitHubApp } from "../../src/providers/GitHubApp.ts"
 import { GitHubPulls } from "../../src/providers/GitHubPulls.ts"
 import { layerMemory } from "../../src/storage/CacheMemory.ts"
@@ -98,6 +99,7 @@ const A = finding(3, "Unsanitized input reaches the query")
 const B = finding(7, "Input index is not bounds-checked", "MEDIUM")
 const C = finding(80, "The caller never checks the result", "LOW")
 const D = finding(21, "eval of request input")
+const E = finding(10, "Magic number in the input index", "LOW")
 
 const setup = (number: number, head: string, lines: ReadonlyArray<string>) =>
   Effect.gen(function* () {
@@ -332,6 +334,39 @@ layer(Publish, { excludeTestServices: true })("review publish", (it) => {
             ]
           )
         })
+    )
+
+    it.effect("a finding a person answered stays closed: a later review that reports it again does not post it", () =>
+      Effect.gen(function* () {
+        const { fake, repositoryId } = yield* setup(6, sha("8"), FIRST)
+        yield* publish(run("run-p6a", repositoryId, 6, sha("8")), { summary: "First.", findings: [E, B] })
+        const posted = fake.reviews(REPO, 6)[0]?.comments.find((comment) => comment.line === 7)
+        assert.isDefined(posted)
+        const dismissed = yield* (yield* ReviewFindingsRepo).dismissByComment(
+          ORG,
+          posted?.id ?? 0,
+          "dev replied: not an issue, the index is validated upstream"
+        )
+        assert.isTrue(dismissed)
+
+        yield* setup(6, sha("9"), SECOND)
+        fake.setCompare(REPO, sha("8"), sha("9"), ["src/handler.ts"])
+        yield* publish(run("run-p6b", repositoryId, 6, sha("9")), { summary: "Second.", findings: [B, E] })
+
+        assert.deepStrictEqual(
+          fake.reviews(REPO, 6)[1]?.comments ?? [],
+          [],
+          "neither the dismissed nor the posted one again"
+        )
+        const rows = yield* findingRows(repositoryId, 6)
+        assert.deepStrictEqual(
+          rows.map((row) => ({ title: row.title, state: row.state })),
+          [
+            { title: B.title, state: "DISMISSED" },
+            { title: E.title, state: "OPEN" }
+          ]
+        )
+      })
     )
   })
 })
