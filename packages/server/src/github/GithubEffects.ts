@@ -43,18 +43,32 @@ export const GithubEffectsLive = Layer.effectDiscard(
       yield* effects
         .begin({ organizationId: org, runId: null, kind: GITHUB_PR_COMMENT, idempotencyKey: key, request: comment })
         .pipe(Effect.provideService(SqlClient.SqlClient, sql))
-      const recorded = yield* effects.find(org, key)
-      if (Option.isSome(recorded) && recorded.value.status === "SUCCEEDED") return
-      yield* effects.attempted(org, key)
-      const pr = {
-        organizationId: org,
-        repository: { owner: comment.owner, name: comment.name },
-        number: comment.number
-      }
-      const marker = commentMarker(key)
-      const existing = yield* pulls.findComment(pr, marker)
-      const id = Option.isSome(existing) ? existing.value : yield* pulls.comment(pr, `${comment.body}\n\n${marker}`)
-      yield* effects.succeed(org, key, { comment_id: id })
+      // The row stays locked while GitHub is asked and answered: two handlers of one effect (two
+      // deliveries for the same head, a redelivered wake-up) post it once between them.
+      yield* sql
+        .withTransaction(
+          Effect.gen(function* () {
+            const recorded = yield* effects.lock(org, key)
+            if (Option.isSome(recorded) && recorded.value.status === "SUCCEEDED") return
+            yield* effects.attempted(org, key)
+            const pr = {
+              organizationId: org,
+              repository: { owner: comment.owner, name: comment.name },
+              number: comment.number
+            }
+            const marker = commentMarker(key)
+            const existing = yield* pulls.findComment(pr, marker)
+            const id = Option.isSome(existing)
+              ? existing.value
+              : yield* pulls.comment(pr, `${comment.body}\n\n${marker}`)
+            yield* effects.succeed(org, key, { comment_id: id })
+          })
+        )
+        .pipe(
+          Effect.provideService(SqlClient.SqlClient, sql),
+          // The transaction's own count rolled back with it: the failed call is counted after.
+          Effect.tapError((error) => effects.failedAttempt(org, key, error.message))
+        )
     })
 
     yield* migrator.awaitReady.pipe(

@@ -74,8 +74,6 @@ export const GithubInboxLive = Layer.effectDiscard(
     const configurations = yield* ConfigurationRepo
     const findings = yield* ReviewFindingsRepo
     const wake = Effect.provideService(wakeScheduler, Sharding.Sharding, yield* Sharding.Sharding)
-    // Whether the delivery being handled queued a run (one delivery is handled at a time).
-    let queued = false
 
     const decodeFailure = (event: string) => (error: Schema.SchemaError) =>
       Effect.succeed<Outcome>(`the ${event} payload is not what GitHub documents: ${error.message.slice(0, 300)}`)
@@ -145,7 +143,8 @@ export const GithubInboxLive = Layer.effectDiscard(
         Effect.catchTag("SchemaError", decodeFailure("installation_repositories"))
       )
 
-    const pullRequest = (delivery: GithubDelivery) =>
+    /** `queued` is set when the delivery queued a run: the Scheduler is woken once it committed. */
+    const pullRequest = (delivery: GithubDelivery, flag: { queued: boolean }) =>
       Schema.decodeUnknownEffect(PullRequestEvent)(delivery.payload).pipe(
         Effect.flatMap(
           Effect.fnUntraced(function* (event): Effect.fn.Return<Outcome> {
@@ -195,7 +194,7 @@ export const GithubInboxLive = Layer.effectDiscard(
               organizationId: org,
               repositoryId: repository.id,
               workflowType: REVIEW,
-              lane: "AGENT",
+              lane: "REVIEW",
               sessionKey: key,
               batchKey: key,
               headSha: pr.head.sha,
@@ -203,7 +202,7 @@ export const GithubInboxLive = Layer.effectDiscard(
               pullRequestNumber: pr.number,
               inputSnapshot: { trigger: event.action, delivery_id: delivery.deliveryId }
             }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
-            queued = true
+            flag.queued = true
             return null
           })
         ),
@@ -226,14 +225,14 @@ export const GithubInboxLive = Layer.effectDiscard(
         Effect.catchTag("SchemaError", decodeFailure("pull_request_review_comment"))
       )
 
-    const process = (delivery: GithubDelivery): Effect.Effect<Outcome> => {
+    const process = (delivery: GithubDelivery, flag: { queued: boolean }): Effect.Effect<Outcome> => {
       switch (delivery.event) {
         case "installation":
           return installation(delivery)
         case "installation_repositories":
           return installationRepositories(delivery)
         case "pull_request":
-          return pullRequest(delivery)
+          return pullRequest(delivery, flag)
         case "pull_request_review_comment":
           return reviewComment(delivery)
         default:
@@ -243,7 +242,8 @@ export const GithubInboxLive = Layer.effectDiscard(
 
     const handleDelivery = Effect.fn("GithubInbox.handleDelivery")(function* (payload: unknown) {
       const pointer = yield* Schema.decodeUnknownEffect(DeliveryPointer)(payload).pipe(Effect.orDie)
-      queued = false
+      // Per delivery: the consumer handles several deliveries at once.
+      const flag = { queued: false }
       // Applied and marked in one transaction, the row locked: a crash between the two, or a
       // second consumer with the same wake-up, would otherwise apply it twice.
       yield* outbox
@@ -252,7 +252,7 @@ export const GithubInboxLive = Layer.effectDiscard(
             const found = yield* deliveries.find(pointer.delivery_id, { forUpdate: true })
             if (Option.isNone(found) || found.value.processedAt !== null) return
             const delivery = found.value
-            const outcome = yield* process(delivery)
+            const outcome = yield* process(delivery, flag)
             yield* deliveries.markProcessed(delivery.deliveryId, outcome)
             yield* Effect.logInfo("github_delivery_processed").pipe(
               Effect.annotateLogs({
@@ -266,7 +266,7 @@ export const GithubInboxLive = Layer.effectDiscard(
           })
         )
         .pipe(Effect.orDie)
-      if (queued) yield* wake
+      if (flag.queued) yield* wake
     })
 
     yield* migrator.awaitReady.pipe(

@@ -29,8 +29,18 @@ export class ProviderEffectsRepo extends Context.Service<
       readonly request: Readonly<Record<string, unknown>>
     }) => Effect.Effect<void, never, SqlClient.SqlClient>
     readonly find: (organizationId: string, idempotencyKey: string) => Effect.Effect<Option.Option<ProviderEffect>>
+    /**
+     * The effect, its row locked until the caller's transaction ends: a second handler of the same
+     * effect waits, then sees what the first one recorded, so the two never both make the call.
+     */
+    readonly lock: (
+      organizationId: string,
+      idempotencyKey: string
+    ) => Effect.Effect<Option.Option<ProviderEffect>, never, SqlClient.SqlClient>
     /** Counts a call about to be made (reconciled or not), for the record. */
     readonly attempted: (organizationId: string, idempotencyKey: string) => Effect.Effect<void>
+    /** Counts a call that failed and keeps why (the effect stays PENDING, to be retried). */
+    readonly failedAttempt: (organizationId: string, idempotencyKey: string, error: string) => Effect.Effect<void>
     readonly succeed: (
       organizationId: string,
       idempotencyKey: string,
@@ -58,24 +68,34 @@ export class ProviderEffectsRepo extends Context.Service<
           ON CONFLICT (idempotency_key) DO NOTHING`.pipe(Effect.orDie)
       })
 
+      const select = (client: SqlClient.SqlClient, organizationId: string, idempotencyKey: string, lock: boolean) =>
+        Effect.gen(function* () {
+          const rows = yield* client<{
+            idempotency_key: string
+            kind: string
+            status: ProviderEffect["status"]
+            request: Record<string, unknown>
+            result: Record<string, unknown> | null
+            attempts: number
+          }>`SELECT idempotency_key, kind, status, request, result, attempts FROM provider_effects
+           WHERE organization_id = ${organizationId} AND idempotency_key = ${idempotencyKey}
+           ${lock ? client`FOR UPDATE` : client``}`.pipe(Effect.orDie)
+          return Option.map(Option.fromUndefinedOr(rows[0]), (row) => ({
+            idempotencyKey: row.idempotency_key,
+            kind: row.kind,
+            status: row.status,
+            request: row.request,
+            result: row.result,
+            attempts: row.attempts
+          }))
+        })
+
       const find = Effect.fn("ProviderEffectsRepo.find")(function* (organizationId: string, idempotencyKey: string) {
-        const rows = yield* sql<{
-          idempotency_key: string
-          kind: string
-          status: ProviderEffect["status"]
-          request: Record<string, unknown>
-          result: Record<string, unknown> | null
-          attempts: number
-        }>`SELECT idempotency_key, kind, status, request, result, attempts FROM provider_effects
-           WHERE organization_id = ${organizationId} AND idempotency_key = ${idempotencyKey}`.pipe(Effect.orDie)
-        return Option.map(Option.fromUndefinedOr(rows[0]), (row) => ({
-          idempotencyKey: row.idempotency_key,
-          kind: row.kind,
-          status: row.status,
-          request: row.request,
-          result: row.result,
-          attempts: row.attempts
-        }))
+        return yield* select(sql, organizationId, idempotencyKey, false)
+      })
+
+      const lock = Effect.fn("ProviderEffectsRepo.lock")(function* (organizationId: string, idempotencyKey: string) {
+        return yield* select(yield* SqlClient.SqlClient, organizationId, idempotencyKey, true)
       })
 
       const attempted = Effect.fn("ProviderEffectsRepo.attempted")(function* (
@@ -84,6 +104,16 @@ export class ProviderEffectsRepo extends Context.Service<
       ) {
         yield* sql`UPDATE provider_effects SET attempts = attempts + 1, updated_at = now()
                    WHERE organization_id = ${organizationId} AND idempotency_key = ${idempotencyKey}`.pipe(Effect.orDie)
+      })
+
+      const failedAttempt = Effect.fn("ProviderEffectsRepo.failedAttempt")(function* (
+        organizationId: string,
+        idempotencyKey: string,
+        error: string
+      ) {
+        yield* sql`UPDATE provider_effects SET attempts = attempts + 1, error = ${error.slice(0, 2000)}, updated_at = now()
+                   WHERE organization_id = ${organizationId} AND idempotency_key = ${idempotencyKey}
+                     AND status = 'PENDING'`.pipe(Effect.orDie)
       })
 
       const succeed = Effect.fn("ProviderEffectsRepo.succeed")(function* (
@@ -96,7 +126,7 @@ export class ProviderEffectsRepo extends Context.Service<
                    WHERE organization_id = ${organizationId} AND idempotency_key = ${idempotencyKey}`.pipe(Effect.orDie)
       })
 
-      return ProviderEffectsRepo.of({ begin, find, attempted, succeed })
+      return ProviderEffectsRepo.of({ begin, find, lock, attempted, failedAttempt, succeed })
     })
   )
 }

@@ -124,7 +124,7 @@ export const reviewWorkflow = Effect.gen(function* () {
   })
 
   const type: WorkflowType = {
-    lane: "AGENT",
+    lane: "REVIEW",
     prepare: (run) =>
       Effect.gen(function* () {
         const subject = yield* subjectOf(run)
