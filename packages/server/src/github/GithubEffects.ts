@@ -2,8 +2,10 @@
  * The `bosun-effects` consumer for GitHub effects that no run carries (issue 8: the
  * max_changed_files notice; spec: What the service does 9): a `github.pr_comment` outbox row
  * names the pull request, the comment and its idempotency key. The effect is recorded PENDING in
- * `provider_effects` before the call; a PENDING one (a crash after posting, a redelivered wake-up)
- * is first looked for on GitHub by the marker its body carries, so the comment is posted once.
+ * `provider_effects` before the call, and the call is made with the effect's row locked, so two
+ * handlers of one effect (two deliveries for the same head) make it once between them; a PENDING
+ * one (a crash after posting, a redelivered wake-up) is first looked for on GitHub by the marker
+ * its body carries, so the comment is posted once.
  * A failure of GitHub fails the message, which the queue retries and finally dead-letters.
  */
 import { Effect, Layer, Option, Schema } from "effect"

@@ -41,13 +41,14 @@ const CachedToken = Schema.fromJsonString(Schema.Struct({ token: Schema.String, 
 const decodeCachedToken = Schema.decodeUnknownOption(CachedToken)
 const encodeCachedToken = Schema.encodeSync(CachedToken)
 
-const statusOf = (cause: unknown) =>
+/** The HTTP status an Octokit error carries, if any. */
+export const statusOf = (cause: unknown) =>
   typeof cause === "object" && cause !== null && "status" in cause && typeof cause.status === "number"
     ? cause.status
     : undefined
 
 /** Only the status reaches the message: an Octokit error can quote the request, credentials included. */
-const unavailable = (what: string) => (cause: unknown) =>
+export const unavailable = (what: string) => (cause: unknown) =>
   new GitHubAppError({
     reason: "Unavailable",
     message: `GitHub ${what} failed${statusOf(cause) === undefined ? "" : ` with status ${statusOf(cause)}`}`

@@ -10,6 +10,7 @@ import { request as octokitRequest } from "@octokit/request"
 import { Context, Data, Effect, Layer, Redacted } from "effect"
 import { AppConfig } from "../config/AppConfig.ts"
 import type { GithubUser } from "../persistence/UsersRepo.ts"
+import { statusOf } from "./GitHubApp.ts"
 
 export class GitHubOAuthError extends Data.TaggedError("GitHubOAuthError")<{
   /** InvalidCode: GitHub refused the code (expired, reused, forged); Unavailable: anything else. */
@@ -27,11 +28,6 @@ export interface GithubInstallation {
   readonly id: number
   readonly account: GithubAccount
 }
-
-const statusOf = (cause: unknown) =>
-  typeof cause === "object" && cause !== null && "status" in cause && typeof cause.status === "number"
-    ? cause.status
-    : undefined
 
 /** Only the status reaches the message: an Octokit error can quote the request, credentials included. */
 const unavailable = (what: string) => (cause: unknown) =>

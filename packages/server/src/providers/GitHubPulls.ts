@@ -15,7 +15,7 @@ import { request as octokitRequest } from "@octokit/request"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { AppConfig } from "../config/AppConfig.ts"
 import type { ChangedFile } from "../review/ReviewPlan.ts"
-import { GitHubApp, GitHubAppError, type GithubRepositoryRef } from "./GitHubApp.ts"
+import { GitHubApp, GitHubAppError, type GithubRepositoryRef, statusOf, unavailable } from "./GitHubApp.ts"
 
 export interface PullRef {
   readonly organizationId: string
@@ -71,17 +71,9 @@ const MAX_FILE_PAGES = 30
 const REVIEWS_PAGE = 100
 const COMPARE_FILE_LIMIT = 300
 
-const statusOf = (cause: unknown) =>
-  typeof cause === "object" && cause !== null && "status" in cause && typeof cause.status === "number"
-    ? cause.status
-    : undefined
-
 const failed = (endpoint: string) => (cause: unknown) => {
-  const status = statusOf(cause)
-  return new GitHubAppError({
-    reason: status === 404 ? "NotFound" : "Unavailable",
-    message: `GitHub ${endpoint} failed${status === undefined ? "" : ` with status ${status}`}`
-  })
+  const error = unavailable(endpoint)(cause)
+  return statusOf(cause) === 404 ? new GitHubAppError({ reason: "NotFound", message: error.message }) : error
 }
 
 interface ThreadsPage {

@@ -43,13 +43,16 @@ const REVIEW_TIME_LIMIT_SECONDS = 1800
 
 const fail = (code: string, message: string, retryable = false) => new AttemptError({ code, message, retryable })
 
+const GITHUB_FAILURE_CODE: Record<GitHubAppError["reason"], string> = {
+  NotConfigured: "github_not_configured",
+  NotInstalled: "github_not_installed",
+  NotFound: "github_not_found",
+  Unavailable: "github_unavailable"
+}
+
+/** GitHub being unreachable is worth another attempt; a missing App, installation or pull request is not. */
 const fromGithub = (error: GitHubAppError) =>
-  error.reason === "Unavailable"
-    ? fail("github_unavailable", error.message, true)
-    : fail(
-        `github_${error.reason.replace(/[A-Z]/g, (c, i: number) => (i === 0 ? c : `_${c}`)).toLowerCase()}`,
-        error.message
-      )
+  fail(GITHUB_FAILURE_CODE[error.reason], error.message, error.reason === "Unavailable")
 
 /** The clone URL of a repository on the GitHub that `apiUrl` serves (github.com or Enterprise's `/api/v3`). */
 export const cloneUrl = (apiUrl: URL, owner: string, name: string): string => {

@@ -7,11 +7,10 @@
  * ignored with the reason and changes nothing; a delivery is applied once however often it comes.
  */
 import type { PullRequestListItem, Repository } from "@bosun/domain"
-import { eventually } from "@bosun/testing"
 import { assert, layer } from "@effect/vitest"
-import { Duration, Effect } from "effect"
+import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { configured, deliver } from "../support/GithubDeliveries.ts"
+import { configured, deliver, processed } from "../support/GithubDeliveries.ts"
 import { signIn } from "../support/Identity.ts"
 import { layerTestServer, request } from "../support/TestServer.ts"
 
@@ -67,19 +66,6 @@ const send = (event: string, body: string, id = `inbox-${deliveries++}`) =>
   Effect.map(deliver({ id, event, body }), (response) => {
     assert.strictEqual(response.status, 202, response.text)
     return id
-  })
-
-/** Waits for the consumer to have processed the delivery; answers its ignored_reason. */
-const processed = (deliveryId: string) =>
-  Effect.gen(function* () {
-    const sql = yield* SqlClient.SqlClient
-    const rows = yield* eventually(
-      sql<{ processed_at: Date | null; ignored_reason: string | null }>`
-        SELECT processed_at, ignored_reason FROM github_deliveries WHERE delivery_id = ${deliveryId}`,
-      (rows) => rows[0]?.processed_at !== null && rows[0] !== undefined,
-      Duration.seconds(15)
-    )
-    return rows[0]?.ignored_reason ?? null
   })
 
 const listRepositories = (org: string, cookie: string) =>

@@ -16,7 +16,7 @@ import { commentMarker } from "../../src/github/GithubEffects.ts"
 import { ConfigurationRepo } from "../../src/persistence/ConfigurationRepo.ts"
 import { GithubAppsRepo } from "../../src/persistence/GithubAppsRepo.ts"
 import { OrganizationsRepo } from "../../src/persistence/OrganizationsRepo.ts"
-import { APP_ID, deliver, SECRET } from "../support/GithubDeliveries.ts"
+import { APP_ID, deliver, processed, SECRET } from "../support/GithubDeliveries.ts"
 import { signIn } from "../support/Identity.ts"
 import { layerTestServer, request } from "../support/TestServer.ts"
 
@@ -60,19 +60,6 @@ const sendNew = (event: string, body: string) =>
   Effect.map(send(event, body), ({ id, answer }) => {
     assert.deepStrictEqual(answer, { accepted: true, duplicate: false })
     return id
-  })
-
-/** Waits for the inbox to have processed the delivery; answers its ignored_reason. */
-const processed = (deliveryId: string) =>
-  Effect.gen(function* () {
-    const sql = yield* SqlClient.SqlClient
-    const rows = yield* eventually(
-      sql<{ processed_at: Date | null; ignored_reason: string | null }>`
-        SELECT processed_at, ignored_reason FROM github_deliveries WHERE delivery_id = ${deliveryId}`,
-      (rows) => rows[0] !== undefined && rows[0].processed_at !== null,
-      Duration.seconds(15)
-    )
-    return rows[0]?.ignored_reason ?? null
   })
 
 /**

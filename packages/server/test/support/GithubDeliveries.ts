@@ -3,8 +3,10 @@
  * secret sealed through the real repository), and deliveries signed the way GitHub signs them
  * (`@octokit/webhooks-methods`), sent to the server's `POST /api/v1/github/webhooks`.
  */
+
+import { eventually } from "@bosun/testing"
 import { sign } from "@octokit/webhooks-methods"
-import { Effect, Redacted } from "effect"
+import { Duration, Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { GithubAppsRepo } from "../../src/persistence/GithubAppsRepo.ts"
 import { OrganizationsRepo } from "../../src/persistence/OrganizationsRepo.ts"
@@ -58,4 +60,17 @@ export const deliver = (delivery: Delivery) =>
     if (delivery.appId !== null) headers["x-github-hook-installation-target-id"] = String(delivery.appId ?? APP_ID)
     if (delivery.id === "") delete headers["x-github-delivery"]
     return yield* request("/api/v1/github/webhooks", { method: "POST", headers, body: delivery.body })
+  })
+
+/** Waits for the inbox consumer to have processed the delivery; answers its ignored_reason. */
+export const processed = (deliveryId: string) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* eventually(
+      sql<{ processed_at: Date | null; ignored_reason: string | null }>`
+        SELECT processed_at, ignored_reason FROM github_deliveries WHERE delivery_id = ${deliveryId}`,
+      (rows) => rows[0] !== undefined && rows[0].processed_at !== null,
+      Duration.seconds(15)
+    )
+    return rows[0]?.ignored_reason ?? null
   })
