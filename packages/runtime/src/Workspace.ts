@@ -1,6 +1,7 @@
 /**
  * An attempt's workspace (issue 6: "a fresh directory per attempt, checked out with git"): each
- * repository of the run request cloned under its `path` at `ref` (and `sha`, when pinned), and,
+ * repository of the run request cloned under its `path` at `ref` — a branch, `refs/heads/...`,
+ * a tag, or any other ref such as a pull request's `refs/pull/N/head` — and `sha`, when pinned; and,
  * once the agent is done, the changes it made as one unified diff against what was checked out.
  *
  * Credentials: an INLINE token reaches git as an `Authorization` header for that one command
@@ -57,10 +58,21 @@ export const checkout = Effect.fn("Workspace.checkout")(function* (
   for (const repository of repositories) {
     const dir = path.join(root, repository.path)
     const auth = authArgs(repository.credential)
-    yield* git(root, [...auth, "clone", "--quiet", "--branch", repository.ref, "--", repository.url, dir], {
-      secretArgs: auth.length
-    })
-    if (repository.sha !== undefined) yield* git(dir, ["checkout", "--quiet", "--detach", repository.sha])
+    if (repository.ref.startsWith("refs/") && !repository.ref.startsWith("refs/heads/")) {
+      // `clone --branch` takes only a branch or tag name, and a clone fetches only those: a
+      // pull request's `refs/pull/N/head` is fetched on its own and checked out detached.
+      yield* git(root, [...auth, "clone", "--quiet", "--no-checkout", "--", repository.url, dir], {
+        secretArgs: auth.length
+      })
+      yield* git(dir, [...auth, "fetch", "--quiet", "origin", repository.ref], { secretArgs: auth.length })
+      yield* git(dir, ["checkout", "--quiet", "--detach", repository.sha ?? "FETCH_HEAD"])
+    } else {
+      const branch = repository.ref.replace(/^refs\/heads\//, "")
+      yield* git(root, [...auth, "clone", "--quiet", "--branch", branch, "--", repository.url, dir], {
+        secretArgs: auth.length
+      })
+      if (repository.sha !== undefined) yield* git(dir, ["checkout", "--quiet", "--detach", repository.sha])
+    }
     // The agent may commit; its identity is the runtime's, not whoever owns the machine's git config.
     yield* git(dir, ["config", "user.name", "Bosun agent"])
     yield* git(dir, ["config", "user.email", "agent@bosun.invalid"])

@@ -21,13 +21,19 @@
  *   `filter=latest|all`), `POST check-runs`; `POST issues/:n/comments`;
  * - with an installation token, `POST /api/graphql`: the `reviewThreads(first:, after:)` query and
  *   the `resolveReviewThread`/`unresolveReviewThread` mutations, recognized by those field names,
- *   with NOT_FOUND and pagination errors in `errors` and status 200, as GitHub answers them.
+ *   with NOT_FOUND and pagination errors in `errors` and status 200, as GitHub answers them;
+ * - git's smart HTTP protocol for the repositories given a real bare repository, at
+ *   `/:owner/:name.git`: `GET info/refs?service=git-upload-pack` and `POST git-upload-pack` (clone
+ *   and fetch), with HTTP Basic whose password is an installation token reaching the repository
+ *   (401 with `WWW-Authenticate` without one, 404 `Repository not found.` where it does not
+ *   reach); `git-receive-pack` (a push) answers 403.
  * Every request is recorded, and tests can fail the next calls matching a method and path.
  */
 import { createHash, createPublicKey, randomBytes, verify } from "node:crypto"
 import { createServer, type IncomingMessage, STATUS_CODES } from "node:http"
 import type { AddressInfo } from "node:net"
 import { Context, Effect, Layer, Predicate } from "effect"
+import { serveGitSmartHttp } from "./GitSmartHttp.ts"
 
 export interface FakeGithubUser {
   readonly id: number
@@ -66,6 +72,8 @@ export interface FakeGithubPullFile {
   readonly status: string
   readonly additions: number
   readonly deletions: number
+  /** The path before a rename. */
+  readonly previous_filename?: string
   /** The unified diff; left out, as GitHub does, for binary and very large files. */
   readonly patch?: string
 }
@@ -193,11 +201,12 @@ export interface RecordedRequest {
   readonly body: string
 }
 
+/** The raw bytes of the body: git's requests are binary (and may be gzip-compressed). */
 const readBody = (req: IncomingMessage) =>
-  new Promise<string>((resolve) => {
-    let body = ""
-    req.on("data", (chunk: Buffer) => (body += chunk.toString()))
-    req.on("end", () => resolve(body))
+  new Promise<Buffer>((resolve) => {
+    const chunks: Array<Buffer> = []
+    req.on("data", (chunk: Buffer) => chunks.push(chunk))
+    req.on("end", () => resolve(Buffer.concat(chunks)))
   })
 
 /** A JSON body as an object; anything else (no body, an array, bad JSON) reads as empty. */
@@ -325,7 +334,9 @@ export class FakeGithub extends Context.Service<
     readonly issueCode: (clientId: string, user: FakeGithubUser) => string
     /** What `GET .../compare/{base}...{head}` lists as changed (unset pairs answer 404, as for an unknown commit). */
     readonly setCompare: (repository: string, base: string, head: string, filenames: ReadonlyArray<string>) => void
-    /** Fail every REST call with this status (simulating an outage); undefined to stop. */
+    /** Serves the bare git repository at `bareDir` as `owner/name` over smart HTTP (see `makeGitRepository`). */
+    readonly addGitRepository: (repository: string, bareDir: string) => void
+    /** Fail every REST and git call with this status (simulating an outage); undefined to stop. */
     readonly failWith: (status: number | undefined) => void
     /** Fail the next matching calls (any route), e.g. `{ method: "POST", path: /\/reviews$/, status: 502 }`. */
     readonly failNext: (failure: FakeGithubFailure) => void
@@ -347,6 +358,7 @@ export class FakeGithub extends Context.Service<
         const pulls = new Map<string, PullRecord>()
         const checkRuns = new Map<string, Array<FakeGithubCheckRun>>()
         const compares = new Map<string, ReadonlyArray<string>>()
+        const gitRepositories = new Map<string, string>()
         const failures: Array<{
           readonly method: string
           readonly path: RegExp
@@ -405,7 +417,8 @@ export class FakeGithub extends Context.Service<
         }
 
         const server = createServer(async (req, res) => {
-          const body = await readBody(req)
+          const raw = await readBody(req)
+          const body = raw.toString()
           const url = new URL(req.url ?? "/", "http://fake")
           const method = req.method ?? ""
           requests.push({
@@ -447,6 +460,41 @@ export class FakeGithub extends Context.Service<
             return json(200, { access_token: token, token_type: "bearer", scope: "" })
           }
           if (failure !== undefined) return json(failure, { message: "Service unavailable" })
+          const git = /^\/([^/]+)\/([^/]+?)(?:\.git)?\/(info\/refs|git-upload-pack|git-receive-pack)$/.exec(
+            url.pathname
+          )
+          if (git !== null) {
+            const text = (status: number, message: string, headers: Record<string, string> = {}) => {
+              res.writeHead(status, { "content-type": "text/plain; charset=utf-8", ...headers })
+              res.end(`${message}\n`)
+            }
+            // Like GitHub: the user name is ignored (`x-access-token` by convention), the password is the token.
+            const basic = /^basic (.+)$/i.exec(req.headers.authorization ?? "")?.[1]
+            const credentials = basic === undefined ? undefined : Buffer.from(basic, "base64").toString()
+            const colon = credentials?.indexOf(":") ?? -1
+            const installation =
+              credentials === undefined || colon < 0 ? undefined : installationTokens.get(credentials.slice(colon + 1))
+            if (installation === undefined) {
+              return text(401, "Invalid username or token.", { "www-authenticate": 'Basic realm="GitHub"' })
+            }
+            const repository = `${decodeURIComponent(git[1] ?? "")}/${decodeURIComponent(git[2] ?? "")}`
+            const dir = gitRepositories.get(repository)
+            if (dir === undefined || !installation.repositories.includes(repository)) {
+              return text(404, "Repository not found.")
+            }
+            return serveGitSmartHttp(
+              dir,
+              {
+                method,
+                service: git[3] ?? "",
+                query: url.search.replace(/^\?/, ""),
+                headers: req.headers,
+                body: raw,
+                remoteUser: credentials?.slice(0, colon) ?? ""
+              },
+              res
+            )
+          }
           const repoInstallation = /^\/api\/v3\/repos\/([^/]+)\/([^/]+)\/installation$/.exec(url.pathname)
           const accessTokens = /^\/api\/v3\/app\/installations\/(\d+)\/access_tokens$/.exec(url.pathname)
           if (repoInstallation !== null || accessTokens !== null) {
@@ -1062,6 +1110,7 @@ export class FakeGithub extends Context.Service<
               codes.set(code, { clientId, user })
               return code
             },
+            addGitRepository: (repository, bareDir) => gitRepositories.set(repository, bareDir),
             setCompare: (repository, base, head, filenames) =>
               compares.set(`${repository}#${base}...${head}`, filenames),
             failWith: (status) => {
