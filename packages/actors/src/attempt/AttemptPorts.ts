@@ -12,7 +12,7 @@
  * - `SandboxProviders`: the providers this instance has configured, by name.
  * - `MigrationGate`: the Migrator's gate, the first thing every attempt passes.
  */
-import type { Lane, RunRequest, RunState } from "@bosun/domain"
+import type { AttemptStep, Lane, RunRequest, RunState } from "@bosun/domain"
 import { Context, Data, type Effect } from "effect"
 import type { InjectionGrant } from "../sandbox/InjectionProxy.ts"
 import type { InstanceClass, SandboxProviderName, SandboxProviderShape } from "../sandbox/SandboxProvider.ts"
@@ -65,11 +65,28 @@ export interface PublishInput {
   readonly file: (path: string) => Effect.Effect<Uint8Array, AttemptError>
 }
 
+/** A run's last attempt failed: what the workflow type may report where its work came from. */
+export interface FailureReport {
+  readonly run: AttemptRun
+  readonly error: { readonly code: string; readonly message: string }
+  /** The step that failed (`execute` when the agent itself failed). */
+  readonly step: AttemptStep
+  readonly attempts: number
+  readonly model: string | null
+  readonly provider: string | null
+}
+
 export interface WorkflowType {
   readonly lane: Lane
   readonly prepare: (run: AttemptRun) => Effect.Effect<PreparedAttempt, AttemptError>
   /** Runs only for a SUCCEEDED runtime result; the attempt fails with what it fails with. */
   readonly publish: (input: PublishInput) => Effect.Effect<void, AttemptError>
+  /**
+   * Runs in finish-attempt when the run will not be tried again (not for a cancellation). It may
+   * run twice for one run (finish-attempt cut off and re-run), so what it records is keyed by the
+   * run; it should only record the report durably (an outbox row), not call a provider inline.
+   */
+  readonly reportFailure?: (report: FailureReport) => Effect.Effect<void, AttemptError>
 }
 
 export class WorkflowTypes extends Context.Service<

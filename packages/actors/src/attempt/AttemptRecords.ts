@@ -99,6 +99,38 @@ export const stepFinished = Effect.fn("Attempt.stepFinished")(function* (
     WHERE attempt_id = ${attemptId} AND step = ${step}`.pipe(Effect.orDie)
 })
 
+/**
+ * Where a failed attempt stands: whether the run gets another attempt after it (the Scheduler's
+ * rule: retryable and attempts left), the step that failed (the last one recorded FAILED;
+ * `execute` when the agent itself failed), and the model and provider the attempt used.
+ * None once the attempt is no longer running (recovered by lease expiry, or already finished).
+ */
+export const failureContext = Effect.fn("Attempt.failureContext")(function* (run: AttemptRun, retryable: boolean) {
+  const sql = yield* SqlClient.SqlClient
+  const [row] = yield* sql<{
+    readonly max_attempts: number
+    readonly step: AttemptStep | null
+    readonly model: string | null
+    readonly provider: string | null
+  }>`
+    SELECT j.max_attempts, r.model, r.provider,
+           (SELECT s.step FROM workflow_attempt_steps s
+            WHERE s.attempt_id = a.id AND s.status = 'FAILED' ORDER BY s.finished_at DESC LIMIT 1) AS step
+    FROM workflow_attempts a
+    JOIN workflow_runs r ON r.id = a.run_id
+    JOIN jobs j ON j.run_id = a.run_id
+    WHERE r.organization_id = ${run.organizationId} AND a.id = ${run.attemptId} AND a.status = 'RUNNING'`.pipe(
+    Effect.orDie
+  )
+  return Option.map(Option.fromNullishOr(row), (found) => ({
+    final: !retryable || run.attempt >= found.max_attempts,
+    maxAttempts: found.max_attempts,
+    step: found.step ?? ("execute" as const),
+    model: found.model,
+    provider: found.provider
+  }))
+})
+
 /** Renews the attempt's lease; false when the attempt is no longer running (recovered or ended). */
 export const heartbeat = Effect.fn("Attempt.heartbeat")(function* (attemptId: string, phase?: string) {
   const sql = yield* SqlClient.SqlClient

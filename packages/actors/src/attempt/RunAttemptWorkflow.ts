@@ -9,7 +9,7 @@
  * | acquire-sandbox | the provider's acquire (idempotent by attempt) | provider and sandbox id |
  * | execute/N | starts the run on the runtime (idempotent), tails its events from the attempt's committed cursor for at most one chunk, flushing them every 1 s or 100 events, then publishing them to RunEvents | finished or not; the final runtime state |
  * | publish | the workflow type's publish, for a SUCCEEDED run (idempotent by attempt) | - |
- * | finish-attempt | the attempt's outcome and the run's usage | - |
+ * | finish-attempt | the attempt's outcome and the run's usage; a run's last failed attempt is reported through its workflow type (`reportFailure`) | - |
  * | release-sandbox | always, after a failure or a cancel too | - |
  * | notify-scheduler | wakes the Scheduler, which settles the job | - |
  *
@@ -356,7 +356,36 @@ export const RunAttemptWorkflowLive = RunAttemptWorkflow.toLayer(
 
     yield* Activity.make({
       name: "finish-attempt",
-      execute: step(run, "finish-attempt", Effect.asVoid(Records.finishAttempt(run, outcome)))
+      execute: step(
+        run,
+        "finish-attempt",
+        Effect.gen(function* () {
+          // Reported before the attempt ends, so a crash in between reports again (the report is
+          // keyed by the run) rather than not at all; an attempt no longer running reports nothing.
+          if (outcome.status === "FAILED" && outcome.error !== null) {
+            const report = (yield* WorkflowTypes).get(run.workflowType)?.reportFailure
+            const context = yield* Records.failureContext(run, outcome.retryable)
+            if (report !== undefined && Option.isSome(context) && context.value.final) {
+              yield* report({
+                run,
+                error: outcome.error,
+                step: context.value.step,
+                attempts: run.attempt,
+                model: context.value.model,
+                provider: context.value.provider
+              }).pipe(
+                // A report that could not be recorded must not keep the attempt from ending.
+                Effect.catch((error) =>
+                  Effect.logError("failure_report_failed").pipe(
+                    Effect.annotateLogs({ run_id: run.runId, code: error.code, error: error.message })
+                  )
+                )
+              )
+            }
+          }
+          yield* Records.finishAttempt(run, outcome)
+        })
+      )
     })
     yield* Activity.make({
       name: "release-sandbox",

@@ -31,6 +31,8 @@ export class GithubAppsRepo extends Context.Service<
     /** Creates or replaces the organization's App configuration, sealing its credentials. */
     readonly upsert: (organizationId: string, app: GithubAppCredentials) => Effect.Effect<void>
     readonly find: (organizationId: string) => Effect.Effect<Option.Option<GithubAppCredentials>, SecretsError>
+    /** The App's slug (what `@<slug>` mentions and `<slug>[bot]` name), without opening any secret. */
+    readonly slug: (organizationId: string) => Effect.Effect<Option.Option<string>>
     /** The organizations that have an App configured, in id order. */
     readonly configuredOrganizations: Effect.Effect<ReadonlyArray<string>>
     /**
@@ -85,6 +87,12 @@ export class GithubAppsRepo extends Context.Service<
         })
       })
 
+      const slug = Effect.fn("GithubAppsRepo.slug")(function* (organizationId: string) {
+        const [row] = yield* sql<{ slug: string }>`
+          SELECT slug FROM github_apps WHERE organization_id = ${organizationId}`.pipe(Effect.orDie)
+        return Option.map(Option.fromNullishOr(row), (found) => found.slug)
+      })
+
       const configuredOrganizations = sql<{ organization_id: string }>`
         SELECT organization_id FROM github_apps ORDER BY organization_id`.pipe(
         Effect.map((rows) => rows.map((row) => row.organization_id)),
@@ -114,7 +122,7 @@ export class GithubAppsRepo extends Context.Service<
         )
       })
 
-      return GithubAppsRepo.of({ upsert, find, configuredOrganizations, webhookSecrets })
+      return GithubAppsRepo.of({ upsert, find, slug, configuredOrganizations, webhookSecrets })
     })
   )
 }

@@ -15,6 +15,10 @@
  *   A pull request whose head moved on since the run was queued is not reviewed at the old head:
  *   the push queued a newer review.
  *
+ * A run whose last attempt failed gets one failed check run on its head (`reportFailure`, an
+ * outbox row the `bosun-effects` consumer posts; ReviewFailure says what it reads). An attempt
+ * the Scheduler recovered by lease expiry (its worker died) is retried, not reported.
+ *
  * Sandboxes that inject credentials (PLATFORM_CONTAINER) are refused for now with
  * `credential_injection_unsupported`: their grants need the provider's hosts, which the agent
  * connection does not record yet.
@@ -24,17 +28,21 @@ import { REVIEW_OUTPUT_PATH, ReviewOutput, type RunRequest } from "@bosun/domain
 import { Effect, Option, Redacted, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/AppConfig.ts"
+import { type CheckRun, GITHUB_CHECK_RUN } from "../github/GithubEffects.ts"
 import { AgentConnectionsRepo } from "../persistence/AgentConnectionsRepo.ts"
 import { ConfigurationRepo } from "../persistence/ConfigurationRepo.ts"
+import { GithubAppsRepo } from "../persistence/GithubAppsRepo.ts"
 import { MemoriesRepo } from "../persistence/MemoriesRepo.ts"
 import { ProviderEffectsRepo } from "../persistence/ProviderEffectsRepo.ts"
 import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
 import { ReviewFindingsRepo } from "../persistence/ReviewFindingsRepo.ts"
 import { GitHubApp, type GitHubAppError } from "../providers/GitHubApp.ts"
 import { GitHubPulls, type PullRef, type ReviewCommentDraft } from "../providers/GitHubPulls.ts"
+import { failureCheck, REVIEW_CHECK_NAME } from "../review/ReviewFailure.ts"
 import { reviewInstructions, reviewPrompt } from "../review/ReviewInstructions.ts"
 import { commentBody, coverageOf, planReview, reviewBody } from "../review/ReviewPlan.ts"
 import { pathExclusion } from "../review/ReviewPolicy.ts"
+import { Outbox } from "../storage/Outbox.ts"
 
 export const REVIEW = "review"
 
@@ -99,6 +107,8 @@ export const reviewWorkflow = Effect.gen(function* () {
   const effects = yield* ProviderEffectsRepo
   const app = yield* GitHubApp
   const pulls = yield* GitHubPulls
+  const apps = yield* GithubAppsRepo
+  const outbox = yield* Outbox
 
   const subjectOf = Effect.fnUntraced(function* (run: {
     readonly organizationId: string
@@ -330,5 +340,27 @@ export const reviewWorkflow = Effect.gen(function* () {
         )
       })
   }
-  return { [REVIEW]: type }
+  const reportFailure: NonNullable<WorkflowType["reportFailure"]> = (report) =>
+    Effect.gen(function* () {
+      const subject = yield* subjectOf(report.run)
+      const slug = Option.getOrElse(yield* apps.slug(report.run.organizationId), () => "bosun")
+      const { title, summary } = failureCheck(report, slug)
+      const check: CheckRun = {
+        organization_id: report.run.organizationId,
+        owner: subject.pr.repository.owner,
+        name: subject.pr.repository.name,
+        head_sha: subject.headSha,
+        idempotency_key: `github.check_run:failed:${report.run.runId}`,
+        check_name: REVIEW_CHECK_NAME,
+        conclusion: "failure",
+        title,
+        summary
+      }
+      yield* outbox.transaction(outbox.write("bosun-effects", GITHUB_CHECK_RUN, check)).pipe(
+        Effect.mapError((error) => fail("failure_report_unrecorded", error.message, true)),
+        Effect.provideService(SqlClient.SqlClient, sql)
+      )
+    })
+
+  return { [REVIEW]: { ...type, reportFailure } }
 })

@@ -46,7 +46,8 @@ echo '{"summary":"done"}' > "$BOSUN_OUTPUT_DIR/report.json"`
           )
         ]
       },
-      sleeper: { command: [fixtures.script("sleeper.sh", `echo '{"type":"started"}'\nexec sleep 600`)] }
+      sleeper: { command: [fixtures.script("sleeper.sh", `echo '{"type":"started"}'\nexec sleep 600`)] },
+      crasher: { command: [fixtures.script("crasher.sh", 'echo "boom" >&2\nexit 3')] }
     })
   })
 })
@@ -61,6 +62,9 @@ const testType = (failFirstPrepare: ReadonlySet<string>, sql: SqlClient.SqlClien
   lane: "AGENT",
   prepare: (run) =>
     Effect.gen(function* () {
+      if (run.inputSnapshot.profile === "unpreparable") {
+        return yield* new AttemptError({ code: "upstream_down", message: "the upstream said 503", retryable: true })
+      }
       if (run.attempt === 1 && failFirstPrepare.has(String(run.inputSnapshot.profile))) {
         return yield* new AttemptError({ code: "flaky_upstream", message: "the upstream said 503", retryable: true })
       }
@@ -82,7 +86,12 @@ const testType = (failFirstPrepare: ReadonlySet<string>, sql: SqlClient.SqlClien
       const report = new TextDecoder().decode(yield* file("outputs/report.json"))
       yield* sql`INSERT INTO test_published (attempt_id, status, report) VALUES (${run.attemptId}, ${result.status}, ${report})
                  ON CONFLICT (attempt_id) DO UPDATE SET publishes = test_published.publishes + 1`.pipe(Effect.orDie)
-    })
+    }),
+  reportFailure: (report) =>
+    sql`INSERT INTO test_reports (run_id, attempt, step, code, attempts)
+        VALUES (${report.run.runId}, ${report.run.attempt}, ${report.step}, ${report.error.code}, ${report.attempts})`.pipe(
+      Effect.orDie
+    )
 })
 
 const runStatus = (runId: string) =>
@@ -124,6 +133,7 @@ const setup = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   yield* sql`CREATE TABLE IF NOT EXISTS test_published (attempt_id text PRIMARY KEY, status text, report text,
              publishes integer NOT NULL DEFAULT 1)`
+  yield* sql`CREATE TABLE IF NOT EXISTS test_reports (run_id text, attempt integer, step text, code text, attempts integer)`
   const [org] = yield* sql<{ id: string }>`INSERT INTO organizations (name) VALUES ('pipeline') RETURNING id`
   return { sql, organizationId: org?.id ?? "" }
 })
@@ -275,6 +285,31 @@ describe("the run pipeline", () => {
         )
       }).pipe(Effect.provide(cluster(["writer"]))),
     60_000
+  )
+
+  it.live(
+    "a run's last failed attempt is reported once through its workflow type with the step that failed; an attempt that will be retried is not",
+    () =>
+      Effect.gen(function* () {
+        const { sql, organizationId } = yield* setup
+        const crashed = yield* echo(organizationId, "crasher")
+        const unpreparable = yield* echo(organizationId, "unpreparable", { maxAttempts: 2 })
+        const flaky = yield* echo(organizationId, "writer")
+        yield* wakeScheduler
+        assert.strictEqual(yield* untilStatus(crashed.runId, ["SUCCEEDED", "FAILED"]), "FAILED")
+        assert.strictEqual(yield* untilStatus(unpreparable.runId, ["SUCCEEDED", "FAILED"]), "FAILED")
+        assert.strictEqual(yield* untilStatus(flaky.runId, ["SUCCEEDED", "FAILED"]), "SUCCEEDED")
+        const reports = yield* sql<{ run_id: string; attempt: number; step: string; code: string; attempts: number }>`
+          SELECT run_id, attempt, step, code, attempts FROM test_reports
+          WHERE run_id IN (${crashed.runId}, ${unpreparable.runId}, ${flaky.runId}) ORDER BY attempts`
+        assert.deepStrictEqual(reports, [
+          // The agent itself failed: the execute step ended, the run's result says why.
+          { run_id: crashed.runId, attempt: 1, step: "execute", code: "agent_failed", attempts: 1 },
+          // Retryable, but its attempts are used up: only the second is reported.
+          { run_id: unpreparable.runId, attempt: 2, step: "prepare", code: "upstream_down", attempts: 2 }
+        ])
+      }).pipe(Effect.provide(cluster(["writer"]))),
+    90_000
   )
 
   it.live(

@@ -7,11 +7,12 @@
  */
 import { generateKeyPairSync } from "node:crypto"
 import type { AttemptRun } from "@bosun/actors/attempt/AttemptPorts"
-import { FakeGithub } from "@bosun/testing"
+import { eventually, FakeGithub } from "@bosun/testing"
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect, Layer, Redacted } from "effect"
+import { Duration, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../../src/config/AppConfig.ts"
+import { GithubEffectsLive } from "../../src/github/GithubEffects.ts"
 import { GithubAppsRepo } from "../../src/persistence/GithubAppsRepo.ts"
 import { OrganizationsRepo } from "../../src/persistence/OrganizationsRepo.ts"
 import { PullRequestsRepo } from "../../src/persistence/PullRequestsRepo.ts"
@@ -20,6 +21,8 @@ import { ReviewFindingsRepo } from "../../src/persistence/ReviewFindingsRepo.ts"
 import { GitHubApp } from "../../src/providers/GitHubApp.ts"
 import { GitHubPulls } from "../../src/providers/GitHubPulls.ts"
 import { layerMemory } from "../../src/storage/CacheMemory.ts"
+import { Outbox } from "../../src/storage/Outbox.ts"
+import { layerPostgres } from "../../src/storage/QueuePostgres.ts"
 import { REVIEW, reviewMarker, reviewWorkflow } from "../../src/workflows/ReviewWorkflow.ts"
 import { testSettings } from "../support/TestServer.ts"
 import { layerTestServices } from "../support/TestServices.ts"
@@ -57,12 +60,22 @@ const Fixture = Layer.effectDiscard(
   })
 )
 
+const OUTBOX = { relayInterval: Duration.millis(200), grace: Duration.seconds(1), resendAfter: Duration.minutes(15) }
+const QUEUES = {
+  visibilityTimeout: Duration.seconds(5),
+  retryDelay: Duration.millis(100),
+  pollInterval: Duration.millis(50)
+}
+
 const Publish = Fixture.pipe(
   Layer.provideMerge(
     Layer.unwrap(
       Effect.map(FakeGithub, (fake) => {
         const config = Layer.succeed(AppConfig, AppConfig.of(testSettings({ githubApiUrl: new URL(fake.apiUrl) })))
-        return GitHubPulls.layer.pipe(
+        return GithubEffectsLive.pipe(
+          Layer.provideMerge(Outbox.layer(OUTBOX)),
+          Layer.provideMerge(layerPostgres(QUEUES)),
+          Layer.provideMerge(GitHubPulls.layer),
           Layer.provideMerge(GitHubApp.layer),
           Layer.provide(layerMemory),
           Layer.provideMerge(config),
@@ -333,6 +346,58 @@ layer(Publish, { excludeTestServices: true })("review publish", (it) => {
               { title: D.title, state: "OPEN" }
             ]
           )
+        })
+    )
+
+    it.effect(
+      "a review that failed for good gets one failed check run on its head saying the step, the code, the provider and its HTTP status",
+      () =>
+        Effect.gen(function* () {
+          const { fake, repositoryId } = yield* setup(7, sha("a"), FIRST)
+          const type = (yield* reviewWorkflow)[REVIEW]
+          const report = type?.reportFailure
+          if (report === undefined) return yield* Effect.die(new Error("the review type reports no failures"))
+          const failed = {
+            run: run("run-p7", repositoryId, 7, sha("a")),
+            error: { code: "model_api_error", message: "APIError (HTTP 429): Rate limit reached for requests" },
+            step: "execute" as const,
+            attempts: 3,
+            model: "gpt-test",
+            provider: "OPENCODE"
+          }
+          // finish-attempt cut off after its report runs again: still one check run.
+          yield* report(failed)
+          yield* report(failed)
+          const checks = yield* eventually(
+            Effect.sync(() => fake.checkRuns(REPO).filter((check) => check.head_sha === sha("a"))),
+            (found) => found.length > 0,
+            Duration.seconds(20)
+          )
+          // Both outbox rows are worked before the count is final.
+          const sql = yield* SqlClient.SqlClient
+          yield* eventually(
+            sql<{
+              n: number
+            }>`SELECT count(*)::int AS n FROM outbox WHERE kind = 'github.check_run' AND done_at IS NULL`,
+            (rows) => rows[0]?.n === 0,
+            Duration.seconds(20)
+          )
+          assert.strictEqual(fake.checkRuns(REPO).filter((check) => check.head_sha === sha("a")).length, 1)
+          const [check] = checks
+          assert.strictEqual(check?.name, "Bosun review")
+          assert.strictEqual(check?.status, "completed")
+          assert.strictEqual(check?.conclusion, "failure")
+          assert.strictEqual(check?.external_id, "github.check_run:failed:run-p7")
+          assert.strictEqual(check?.output.title, "Review failed while running the agent: model_api_error (HTTP 429)")
+          const summary = check?.output.summary ?? ""
+          assert.include(summary, "failed at the **execute** step, running the agent, after 3 attempts")
+          assert.include(summary, "- Error: `model_api_error` — APIError (HTTP 429): Rate limit reached for requests")
+          assert.include(summary, "- Model provider: OPENCODE (model gpt-test)")
+          assert.include(summary, "- Provider HTTP status: 429")
+          assert.include(summary, "comment `@bosun review` to retry")
+          const [effect] = yield* sql<{ status: string; attempts: number }>`
+            SELECT status, attempts FROM provider_effects WHERE idempotency_key = 'github.check_run:failed:run-p7'`
+          assert.deepStrictEqual(effect, { status: "SUCCEEDED", attempts: 1 })
         })
     )
 
