@@ -8,6 +8,15 @@ import { Schema } from "effect"
 
 export const PullRequestState = Schema.Literals(["OPEN", "CLOSED", "MERGED"])
 
+/**
+ * Where a pull request's review stands (the spec shows only a string): NOT_REVIEWED until an
+ * event asks for one; QUEUED once a review run is queued; REVIEWED when one was posted; FAILED
+ * when the last review run failed (its check run says why); SKIPPED when the policy decided
+ * against reviewing (draft, excluded author, paused repository, too many changed files).
+ */
+export const ReviewStatus = Schema.Literals(["NOT_REVIEWED", "QUEUED", "REVIEWED", "FAILED", "SKIPPED"])
+export type ReviewStatus = typeof ReviewStatus.Type
+
 export const PullRequestListItem = Schema.Struct({
   author_login: Schema.NullOr(Schema.String),
   created_at: Schema.String,
@@ -17,7 +26,7 @@ export const PullRequestListItem = Schema.Struct({
   repository: Schema.String,
   repository_id: Schema.String,
   resolved_findings: Schema.Int,
-  review_status: Schema.String,
+  review_status: ReviewStatus,
   state: PullRequestState,
   title: Schema.String,
   updated_at: Schema.String

@@ -2,7 +2,7 @@
  * Pull requests of an organization, listed newest-updated first in keyset pages (spec:
  * Organization endpoints `GET .../pull-requests`). Every query filters by the organization.
  */
-import type { PullRequestListItem } from "@bosun/domain"
+import type { PullRequestListItem, ReviewStatus } from "@bosun/domain"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { encodeCursor, type PageCursor, type SortKey } from "./PageCursor.ts"
@@ -41,6 +41,12 @@ export class PullRequestsRepo extends Context.Service<
         readonly state?: "OPEN" | "CLOSED" | "MERGED"
       }
     ) => Effect.Effect<PullRequestListItem>
+    /** Records where the pull request's review stands; false when Bosun does not know the pull request. */
+    readonly setReviewStatus: (
+      organizationId: string,
+      pullRequest: { readonly repositoryId: string; readonly number: number },
+      status: ReviewStatus
+    ) => Effect.Effect<boolean>
   }
 >()("bosun/server/persistence/PullRequestsRepo") {
   static readonly layer = Layer.effect(
@@ -113,6 +119,14 @@ export class PullRequestsRepo extends Context.Service<
             WHERE p.organization_id = ${organizationId} AND p.id = ${row?.id ?? ""}`.pipe(Effect.orDie)
           if (item === undefined) return yield* Effect.die(new Error("pull request upsert returned no row"))
           return toItem(item)
+        }),
+        setReviewStatus: Effect.fn("PullRequestsRepo.setReviewStatus")(function* (organizationId, pullRequest, status) {
+          const rows = yield* sql<{ id: string }>`
+            UPDATE pull_requests SET review_status = ${status}, updated_at = now()
+            WHERE organization_id = ${organizationId} AND repository_id = ${pullRequest.repositoryId}
+              AND number = ${pullRequest.number}
+            RETURNING id`.pipe(Effect.orDie)
+          return rows.length > 0
         })
       })
     })

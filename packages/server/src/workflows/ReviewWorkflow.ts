@@ -34,6 +34,7 @@ import { ConfigurationRepo } from "../persistence/ConfigurationRepo.ts"
 import { GithubAppsRepo } from "../persistence/GithubAppsRepo.ts"
 import { MemoriesRepo } from "../persistence/MemoriesRepo.ts"
 import { ProviderEffectsRepo } from "../persistence/ProviderEffectsRepo.ts"
+import { PullRequestsRepo } from "../persistence/PullRequestsRepo.ts"
 import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
 import { ReviewFindingsRepo } from "../persistence/ReviewFindingsRepo.ts"
 import { GitHubApp, type GitHubAppError } from "../providers/GitHubApp.ts"
@@ -108,6 +109,7 @@ export const reviewWorkflow = Effect.gen(function* () {
   const app = yield* GitHubApp
   const pulls = yield* GitHubPulls
   const apps = yield* GithubAppsRepo
+  const pullRequests = yield* PullRequestsRepo
   const outbox = yield* Outbox
 
   const subjectOf = Effect.fnUntraced(function* (run: {
@@ -330,6 +332,7 @@ export const reviewWorkflow = Effect.gen(function* () {
             })
           })
           yield* effects.succeed(run.organizationId, key, { review_id: reviewId })
+          yield* pullRequests.setReviewStatus(run.organizationId, subject.ref, "REVIEWED")
         }
         // Resolving is idempotent on GitHub, so a publish that runs again resolves them again.
         const toResolve = yield* findings.threadsOf(subject.ref, request.resolved)
@@ -356,10 +359,17 @@ export const reviewWorkflow = Effect.gen(function* () {
         title,
         summary
       }
-      yield* outbox.transaction(outbox.write("bosun-effects", GITHUB_CHECK_RUN, check)).pipe(
-        Effect.mapError((error) => fail("failure_report_unrecorded", error.message, true)),
-        Effect.provideService(SqlClient.SqlClient, sql)
-      )
+      yield* outbox
+        .transaction(
+          Effect.andThen(
+            outbox.write("bosun-effects", GITHUB_CHECK_RUN, check),
+            pullRequests.setReviewStatus(report.run.organizationId, subject.ref, "FAILED")
+          )
+        )
+        .pipe(
+          Effect.mapError((error) => fail("failure_report_unrecorded", error.message, true)),
+          Effect.provideService(SqlClient.SqlClient, sql)
+        )
     })
 
   return { [REVIEW]: { ...type, reportFailure } }

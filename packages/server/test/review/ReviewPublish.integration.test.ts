@@ -181,6 +181,15 @@ const publish = (attemptRun: AttemptRun, output: unknown) =>
     })
   })
 
+const reviewStatus = (repositoryId: string, number: number) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.map(
+      sql<{ review_status: string }>`SELECT review_status FROM pull_requests
+        WHERE organization_id = ${ORG} AND repository_id = ${repositoryId} AND number = ${number}`,
+      (rows) => rows[0]?.review_status
+    )
+  )
+
 const findingRows = (repositoryId: string, number: number) =>
   Effect.flatMap(
     SqlClient.SqlClient,
@@ -209,6 +218,7 @@ layer(Publish, { excludeTestServices: true })("review publish", (it) => {
 
           const reviews = fake.reviews(REPO, 1)
           assert.strictEqual(reviews.length, 1)
+          assert.strictEqual(yield* reviewStatus(repositoryId, 1), "REVIEWED")
           const [review] = reviews
           assert.strictEqual(review?.commit_id, sha("1"))
           assert.strictEqual(review?.state, "COMMENTED")
@@ -398,6 +408,7 @@ layer(Publish, { excludeTestServices: true })("review publish", (it) => {
           const [effect] = yield* sql<{ status: string; attempts: number }>`
             SELECT status, attempts FROM provider_effects WHERE idempotency_key = 'github.check_run:failed:run-p7'`
           assert.deepStrictEqual(effect, { status: "SUCCEEDED", attempts: 1 })
+          assert.strictEqual(yield* reviewStatus(repositoryId, 7), "FAILED")
         })
     )
 
