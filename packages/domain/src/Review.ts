@@ -6,7 +6,9 @@
  * A finding anchors to lines of one file on one side of the diff (RIGHT: the pull request's head,
  * LEFT: its base); `suggestion` is replacement text for exactly those lines, shown by GitHub as a
  * suggested change. Severities rank CRITICAL > HIGH > MEDIUM > LOW > INFO; the inline comments a
- * review posts are the highest-ranked up to its `comment_limit`.
+ * review posts are the highest-ranked up to its `comment_limit`. `description` is the pull request's
+ * description the agent writes when the repository enables automatic_pr_description; it is optional
+ * so a review without that feature still matches.
  */
 import { Schema } from "effect"
 
@@ -42,7 +44,9 @@ export type ReviewFinding = typeof ReviewFinding.Type
 
 export const ReviewOutput = Schema.Struct({
   summary: Text(20_000),
-  findings: Schema.Array(ReviewFinding).check(Schema.isMaxLength(500))
+  findings: Schema.Array(ReviewFinding).check(Schema.isMaxLength(500)),
+  /** Markdown for the pull request's body (automatic_pr_description); Bosun places it between its markers. */
+  description: Schema.optional(Schema.String.check(Schema.isMaxLength(20_000)))
 })
 export type ReviewOutput = typeof ReviewOutput.Type
 

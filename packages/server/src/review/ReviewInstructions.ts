@@ -4,7 +4,8 @@
  * request, the commits to compare and the files to read — only those the coverage ledger gave it,
  * the skipped ones named with their reason so the agent does not claim to have read them — and
  * the instructions carry the strictness, the repository's guidance and custom instructions, the
- * approved conventions (memories), and the exact JSON the publish step decodes.
+ * approved conventions (memories), and the exact JSON the publish step decodes — with a
+ * `description` of the pull request only when the repository enables automatic_pr_description.
  */
 import type { ReviewPolicy } from "@bosun/domain"
 import type { Coverage } from "./ReviewPlan.ts"
@@ -31,11 +32,21 @@ const STRICTNESS: Record<ReviewPolicy["strictness"], string> = {
   HIGH: "Report every problem a careful senior reviewer would raise, including maintainability, naming and missing tests, ranked by severity."
 }
 
-const OUTPUT_CONTRACT = `Write your review as JSON to the file review.json in the directory named by the environment
+const DESCRIPTION_FIELD = `
+  "description": "a description of the pull request for its reviewers, in Markdown",`
+
+const DESCRIPTION_GUIDE = `Also write "description": a description of this pull request for the people who will review it,
+in Markdown, at most a few short sections — what the change does and why, how to test it, and its
+risks (what could break, what needs a careful look). Do not restate the diff file by file or line by
+line. Bosun puts it into the pull request's description, beside the author's own text.`
+
+const outputContract = (
+  describe: boolean
+) => `Write your review as JSON to the file review.json in the directory named by the environment
 variable BOSUN_OUTPUT_DIR, exactly in this shape (no other keys):
 
 {
-  "summary": "what the change does and your overall assessment, in a few sentences of Markdown",
+  "summary": "what the change does and your overall assessment, in a few sentences of Markdown",${describe ? DESCRIPTION_FIELD : ""}
   "findings": [
     {
       "path": "src/file.ts",             // as the diff names it, relative to the repository root
@@ -50,7 +61,7 @@ variable BOSUN_OUTPUT_DIR, exactly in this shape (no other keys):
   ]
 }
 
-Anchor each finding to lines the pull request changed where you can. An empty findings list is a
+${describe ? `${DESCRIPTION_GUIDE}\n\n` : ""}Anchor each finding to lines the pull request changed where you can. An empty findings list is a
 valid review. Output that does not match this shape is rejected and nothing is posted.`
 
 const fileList = (coverage: Coverage) => coverage.reviewed.map((file) => `- ${file.path}`).join("\n") || "- (none)"
@@ -76,6 +87,8 @@ export const reviewInstructions = (input: {
   readonly policy: ReviewPolicy
   readonly customInstructions: string
   readonly conventions: ReadonlyArray<Convention>
+  /** automatic_pr_description is ENABLED: the output contract asks for a `description` too. */
+  readonly describePullRequest: boolean
 }): string => {
   const parts = [
     "You are Bosun's code reviewer. You review a pull request and report findings; you never push or edit code.",
@@ -93,6 +106,6 @@ export const reviewInstructions = (input: {
         .join("\n")}`
     )
   }
-  parts.push(OUTPUT_CONTRACT)
+  parts.push(outputContract(input.describePullRequest))
   return parts.join("\n\n")
 }

@@ -12,6 +12,9 @@
  *   the run, in one transaction; then the review is posted — or, when a PENDING effect may already
  *   have been posted, found on GitHub by the marker its body carries — its comments are matched to
  *   findings by the marker each carries, and the threads of resolved findings are resolved.
+ *   With automatic_pr_description ENABLED, the agent's `description` is recorded as its own effect
+ *   with the review's and, once the review is posted, put into the pull request's body between
+ *   Bosun's markers (PrDescription), patched only when the body would change.
  *   A pull request whose head moved on since the run was queued is not reviewed at the old head:
  *   the push queued a newer review.
  *
@@ -39,6 +42,7 @@ import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
 import { ReviewFindingsRepo } from "../persistence/ReviewFindingsRepo.ts"
 import { GitHubApp, type GitHubAppError } from "../providers/GitHubApp.ts"
 import { GitHubPulls, type PullRef, type ReviewCommentDraft } from "../providers/GitHubPulls.ts"
+import { withDescription } from "../review/PrDescription.ts"
 import { failureCheck, REVIEW_CHECK_NAME } from "../review/ReviewFailure.ts"
 import { reviewInstructions, reviewPrompt } from "../review/ReviewInstructions.ts"
 import { commentBody, coverageOf, planReview, reviewBody } from "../review/ReviewPlan.ts"
@@ -97,6 +101,9 @@ const ReviewEffectRequest = Schema.Struct({
 })
 type ReviewEffectRequest = typeof ReviewEffectRequest.Type
 
+/** What a description effect records: the agent's text; the body is built from the one GitHub has at the call. */
+const DescriptionEffectRequest = Schema.Struct({ description: Schema.String })
+
 export const reviewWorkflow = Effect.gen(function* () {
   const config = yield* AppConfig
   const sql = yield* SqlClient.SqlClient
@@ -154,7 +161,9 @@ export const reviewWorkflow = Effect.gen(function* () {
         const details = yield* Effect.mapError(pulls.details(subject.pr), fromGithub)
         const files = yield* Effect.mapError(pulls.files(subject.pr), fromGithub)
         const coverage = coverageOf(files, pathExclusion(policy.excluded_paths))
-        const scope = yield* connections.credentials(run.organizationId, subject.repositoryId)
+        // The repository's own connection when it has one, else the organization's.
+        const own = yield* connections.credentials(run.organizationId, subject.repositoryId)
+        const scope = Option.isSome(own) ? own : yield* connections.credentials(run.organizationId, null)
         if (Option.isNone(scope)) {
           return yield* fail(
             "agent_connection_missing",
@@ -190,7 +199,8 @@ export const reviewWorkflow = Effect.gen(function* () {
           instructions: reviewInstructions({
             policy,
             customInstructions: configuration.custom_instructions,
-            conventions: conventions.map((memory) => ({ convention: memory.convention, rationale: memory.rationale }))
+            conventions: conventions.map((memory) => ({ convention: memory.convention, rationale: memory.rationale })),
+            describePullRequest: configuration.automatic_pr_description === "ENABLED"
           }),
           repositories: [
             {
@@ -225,6 +235,7 @@ export const reviewWorkflow = Effect.gen(function* () {
       Effect.gen(function* () {
         const subject = yield* subjectOf(run)
         const key = `github.review:${run.runId}`
+        const descriptionKey = `github.pr_description:${run.runId}`
         let effect = yield* effects.find(run.organizationId, key)
         if (Option.isNone(effect)) {
           const details = yield* Effect.mapError(pulls.details(subject.pr), fromGithub)
@@ -274,6 +285,8 @@ export const reviewWorkflow = Effect.gen(function* () {
               })),
             resolved: plan.resolved.map((finding) => finding.fingerprint)
           }
+          const description =
+            configuration.automatic_pr_description === "ENABLED" ? (output.description?.trim() ?? "") : ""
           yield* sql
             .withTransaction(
               Effect.gen(function* () {
@@ -290,6 +303,15 @@ export const reviewWorkflow = Effect.gen(function* () {
                   idempotencyKey: key,
                   request
                 })
+                if (description !== "") {
+                  yield* effects.begin({
+                    organizationId: run.organizationId,
+                    runId: run.runId,
+                    kind: "github.pr_description",
+                    idempotencyKey: descriptionKey,
+                    request: { description }
+                  })
+                }
               })
             )
             .pipe(Effect.orDie, Effect.provideService(SqlClient.SqlClient, sql))
@@ -333,6 +355,23 @@ export const reviewWorkflow = Effect.gen(function* () {
           })
           yield* effects.succeed(run.organizationId, key, { review_id: reviewId })
           yield* pullRequests.setReviewStatus(run.organizationId, subject.ref, "REVIEWED")
+        }
+        const describe = yield* effects.find(run.organizationId, descriptionKey)
+        if (Option.isSome(describe) && describe.value.status !== "SUCCEEDED") {
+          const { description } = yield* Schema.decodeUnknownEffect(DescriptionEffectRequest)(
+            describe.value.request
+          ).pipe(Effect.orDie)
+          yield* effects.attempted(run.organizationId, descriptionKey)
+          const details = yield* Effect.mapError(pulls.details(subject.pr), fromGithub)
+          if (details.headSha !== subject.headSha) {
+            // The push queued a newer review, whose description this older one must not overwrite.
+            yield* effects.succeed(run.organizationId, descriptionKey, { updated: false, superseded: true })
+          } else {
+            // Built from the body GitHub has now, so a PATCH that landed before a crash is not repeated.
+            const body = withDescription(details.body, description)
+            if (body !== details.body) yield* Effect.mapError(pulls.updateBody(subject.pr, body), fromGithub)
+            yield* effects.succeed(run.organizationId, descriptionKey, { updated: body !== details.body })
+          }
         }
         // Resolving is idempotent on GitHub, so a publish that runs again resolves them again.
         const toResolve = yield* findings.threadsOf(subject.ref, request.resolved)

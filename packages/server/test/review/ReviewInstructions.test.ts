@@ -1,7 +1,8 @@
 /**
  * What a review run's agent is told (issue 8, "The review run"): the pull request and the diff
  * range, only the files the coverage ledger gave it (skipped ones named with their reason), the
- * strictness, guidance, custom instructions and approved conventions, and the output contract.
+ * strictness, guidance, custom instructions and approved conventions, and the output contract —
+ * asking for a pull request description only when automatic_pr_description is enabled.
  */
 import { DEFAULT_CONFIGURATION } from "@bosun/domain"
 import { assert, describe, it } from "@effect/vitest"
@@ -57,7 +58,8 @@ describe("review instructions", () => {
       conventions: [
         { convention: "Queries are parameterized", rationale: "SQL injection" },
         { convention: "No default exports", rationale: null }
-      ]
+      ],
+      describePullRequest: false
     })
     assert.include(text, "Strictness HIGH")
     assert.include(text, "Focus on the SQL layer.")
@@ -68,10 +70,28 @@ describe("review instructions", () => {
     for (const field of ['"summary"', '"findings"', '"start_line"', '"side"', '"severity"', '"suggestion"']) {
       assert.include(text, field)
     }
-    const plain = reviewInstructions({ policy, customInstructions: "  ", conventions: [] })
+    const plain = reviewInstructions({ policy, customInstructions: "  ", conventions: [], describePullRequest: false })
     assert.include(plain, "Strictness HIGH")
     assert.notInclude(plain, "maintainers")
     assert.notInclude(plain, "Conventions")
     assert.notInclude(plain, "guidance for this repository")
+  })
+
+  it("asks for the pull request's description only when automatic_pr_description is enabled", () => {
+    const input = {
+      policy: DEFAULT_CONFIGURATION.review_policy.review_policy,
+      customInstructions: "",
+      conventions: []
+    }
+    const enabled = reviewInstructions({ ...input, describePullRequest: true })
+    assert.include(enabled, '"description"')
+    assert.include(enabled, "what the change does and why, how to test it, and its\nrisks")
+    assert.include(enabled, "Do not restate the diff")
+    for (const field of ['"summary"', '"findings"', '"suggestion"']) assert.include(enabled, field)
+
+    const disabled = reviewInstructions({ ...input, describePullRequest: false })
+    assert.notInclude(disabled, '"description"')
+    assert.notInclude(disabled.toLowerCase(), "description")
+    assert.include(disabled, '"summary"')
   })
 })

@@ -1,0 +1,311 @@
+/**
+ * The review publish step with automatic_pr_description (issue 8) against the fake GitHub through
+ * the real Octokit clients: the agent's description goes into the pull request's body between
+ * Bosun's markers beside the author's text, patched once per run — not again when publish runs
+ * again, after a failed PATCH or a PATCH that landed unrecorded — a later run replaces only the
+ * section, and with the feature DISABLED the body is never touched.
+ */
+import { generateKeyPairSync } from "node:crypto"
+import type { AttemptRun } from "@bosun/actors/attempt/AttemptPorts"
+import { FakeGithub } from "@bosun/testing"
+import { assert, describe, layer } from "@effect/vitest"
+import { Duration, Effect, Layer, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+import { AppConfig } from "../../src/config/AppConfig.ts"
+import { GithubEffectsLive } from "../../src/github/GithubEffects.ts"
+import { ConfigurationRepo } from "../../src/persistence/ConfigurationRepo.ts"
+import { GithubAppsRepo } from "../../src/persistence/GithubAppsRepo.ts"
+import { OrganizationsRepo } from "../../src/persistence/OrganizationsRepo.ts"
+import { PullRequestsRepo } from "../../src/persistence/PullRequestsRepo.ts"
+import { RepositoriesRepo } from "../../src/persistence/RepositoriesRepo.ts"
+import { GitHubApp } from "../../src/providers/GitHubApp.ts"
+import { GitHubPulls } from "../../src/providers/GitHubPulls.ts"
+import { DESCRIPTION_START, descriptionSection } from "../../src/review/PrDescription.ts"
+import { layerMemory } from "../../src/storage/CacheMemory.ts"
+import { Outbox } from "../../src/storage/Outbox.ts"
+import { layerPostgres } from "../../src/storage/QueuePostgres.ts"
+import { REVIEW, reviewWorkflow } from "../../src/workflows/ReviewWorkflow.ts"
+import { testSettings } from "../support/TestServer.ts"
+import { layerTestServices } from "../support/TestServices.ts"
+
+const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 })
+const APP_ID = 6262
+const ORG = "describe-org"
+const REPO = "acme/shop"
+
+const Fixture = Layer.effectDiscard(
+  Effect.gen(function* () {
+    const fake = yield* FakeGithub
+    fake.addApp({
+      clientId: "Iv1.describe",
+      clientSecret: "describe-secret",
+      appId: APP_ID,
+      publicKey: publicKey.export({ type: "spki", format: "pem" }).toString(),
+      slug: "bosun"
+    })
+    fake.addInstallation({
+      id: 778,
+      appId: APP_ID,
+      account: { id: 7200, login: "acme", type: "Organization" },
+      repositories: [REPO]
+    })
+    yield* (yield* OrganizationsRepo).ensure(ORG)
+    yield* (yield* GithubAppsRepo).upsert(ORG, {
+      githubAppId: APP_ID,
+      slug: "bosun",
+      clientId: "Iv1.describe",
+      clientSecret: Redacted.make("describe-secret"),
+      privateKey: Redacted.make(privateKey.export({ type: "pkcs8", format: "pem" }).toString()),
+      webhookSecret: Redacted.make("describe-webhook-secret")
+    })
+  })
+)
+
+const OUTBOX = { relayInterval: Duration.millis(200), grace: Duration.seconds(1), resendAfter: Duration.minutes(15) }
+const QUEUES = {
+  visibilityTimeout: Duration.seconds(5),
+  retryDelay: Duration.millis(100),
+  pollInterval: Duration.millis(50)
+}
+
+const Publish = Fixture.pipe(
+  Layer.provideMerge(
+    Layer.unwrap(
+      Effect.map(FakeGithub, (fake) => {
+        const config = Layer.succeed(AppConfig, AppConfig.of(testSettings({ githubApiUrl: new URL(fake.apiUrl) })))
+        return GithubEffectsLive.pipe(
+          Layer.provideMerge(Outbox.layer(OUTBOX)),
+          Layer.provideMerge(layerPostgres(QUEUES)),
+          Layer.provideMerge(GitHubPulls.layer),
+          Layer.provideMerge(GitHubApp.layer),
+          Layer.provide(layerMemory),
+          Layer.provideMerge(config),
+          Layer.provideMerge(layerTestServices)
+        )
+      })
+    )
+  ),
+  Layer.provideMerge(FakeGithub.layer)
+)
+
+const sha = (c: string) => c.repeat(40)
+
+const LINES = Array.from({ length: 10 }, (_, i) => `const v${i + 1} = input[${i + 1}]`)
+const PATCH = [`@@ -0,0 +1,${LINES.length} @@`, ...LINES.map((line) => `+${line}`)].join("\n")
+
+const FINDING = {
+  path: "src/handler.ts",
+  start_line: 3,
+  end_line: 3,
+  side: "RIGHT" as const,
+  severity: "HIGH" as const,
+  category: "security",
+  title: "Unsanitized input reaches the query",
+  body: "Unsanitized input reaches the query: explained."
+}
+
+const FIRST_DESCRIPTION = "Adds the request handler.\n\n**How to test:** `npm test`.\n\n**Risks:** unvalidated input."
+const SECOND_DESCRIPTION = "Adds the request handler, now with sanitized input.\n\n**Risks:** none known."
+
+const setAutomaticDescription = (value: "ENABLED" | "DISABLED") =>
+  Effect.flatMap(ConfigurationRepo, (configurations) =>
+    configurations.setOrganizationGroup(ORG, "agent", { automatic_pr_description: value }, null)
+  )
+
+const setup = (number: number, head: string, body: string | null) =>
+  Effect.gen(function* () {
+    const fake = yield* FakeGithub
+    fake.setPull(REPO, {
+      number,
+      head: { sha: head, ref: `feature-${number}` },
+      base: { sha: sha("0"), ref: "main" },
+      title: `Feature ${number}`,
+      body,
+      files: [{ filename: "src/handler.ts", status: "added", additions: LINES.length, deletions: 0, patch: PATCH }]
+    })
+    const repository = yield* (yield* RepositoriesRepo).upsert(ORG, {
+      githubRepositoryId: 55_601,
+      owner: "acme",
+      name: "shop",
+      defaultBranch: "main"
+    })
+    yield* (yield* PullRequestsRepo).upsert(ORG, {
+      repositoryId: repository.id,
+      number,
+      title: `Feature ${number}`,
+      authorLogin: "dev"
+    })
+    return { fake, repositoryId: repository.id }
+  })
+
+const run = (runId: string, repositoryId: string, number: number, head: string): AttemptRun => ({
+  organizationId: ORG,
+  runId,
+  attempt: 1,
+  attemptId: `${runId}:1`,
+  workflowType: REVIEW,
+  repositoryId,
+  headSha: head,
+  baseSha: sha("0"),
+  pullRequestNumber: number,
+  inputSnapshot: {}
+})
+
+const publish = (attemptRun: AttemptRun, output: unknown) =>
+  Effect.gen(function* () {
+    const type = (yield* reviewWorkflow)[REVIEW]
+    if (type === undefined) return yield* Effect.die(new Error("no review type"))
+    const text = JSON.stringify(output)
+    return yield* type.publish({
+      run: attemptRun,
+      result: {
+        run_id: attemptRun.runId,
+        attempt_id: attemptRun.attemptId,
+        agent: "CUSTOM",
+        status: "SUCCEEDED",
+        phase: "DONE",
+        retryable: false,
+        exit_code: 0,
+        error: null,
+        usage: { input_tokens: 0, output_tokens: 0, cost_usd: null, duration_ms: 1 },
+        files: [],
+        last_seq: 1,
+        started_at: new Date().toISOString(),
+        finished_at: new Date().toISOString()
+      },
+      file: () => Effect.succeed(new TextEncoder().encode(text))
+    })
+  })
+
+const patches = (fake: FakeGithub["Service"], number: number) =>
+  fake.requests.filter(
+    (request) => request.method === "PATCH" && request.path === `/api/v3/repos/${REPO}/pulls/${number}`
+  ).length
+
+const descriptionEffect = (runId: string) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql<{ status: string; request: { description: string }; result: Record<string, unknown> | null }>`
+      SELECT status, request, result FROM provider_effects
+      WHERE organization_id = ${ORG} AND idempotency_key = ${`github.pr_description:${runId}`}`
+  )
+
+layer(Publish, { excludeTestServices: true })("pull request description on publish", (it) => {
+  describe("automatic_pr_description ENABLED", () => {
+    it.effect("puts the description after the author's text, once: publish running again patches nothing more", () =>
+      Effect.gen(function* () {
+        yield* setAutomaticDescription("ENABLED")
+        const human = "Fixes #31\r\n\r\nThe handler for the new endpoint."
+        const { fake, repositoryId } = yield* setup(1, sha("1"), human)
+        const output = { summary: "Adds the handler.", findings: [FINDING], description: FIRST_DESCRIPTION }
+        yield* publish(run("run-d1", repositoryId, 1, sha("1")), output)
+
+        assert.strictEqual(fake.reviews(REPO, 1).length, 1)
+        assert.strictEqual(fake.pullBody(REPO, 1), `${human}\r\n\r\n${descriptionSection(FIRST_DESCRIPTION)}`)
+        assert.include(fake.pullBody(REPO, 1) ?? "", "### Summary by Bosun")
+        assert.strictEqual(patches(fake, 1), 1)
+        const [effect] = yield* descriptionEffect("run-d1")
+        assert.strictEqual(effect?.status, "SUCCEEDED")
+        assert.strictEqual(effect?.request.description, FIRST_DESCRIPTION)
+
+        yield* publish(run("run-d1", repositoryId, 1, sha("1")), output)
+        assert.strictEqual(patches(fake, 1), 1, "a publish that runs again does not patch twice")
+        assert.strictEqual(fake.reviews(REPO, 1).length, 1)
+      })
+    )
+
+    it.effect("a PATCH that failed is made on the retry; one that landed unrecorded is not made again", () =>
+      Effect.gen(function* () {
+        yield* setAutomaticDescription("ENABLED")
+        const { fake, repositoryId } = yield* setup(2, sha("2"), "Author's notes.")
+        fake.failNext({ method: "PATCH", path: new RegExp(`^/api/v3/repos/${REPO}/pulls/2$`), status: 502 })
+        const output = { summary: "Adds the handler.", findings: [], description: FIRST_DESCRIPTION }
+
+        const failed = yield* Effect.flip(publish(run("run-d2", repositoryId, 2, sha("2")), output))
+        assert.strictEqual(failed.code, "github_unavailable")
+        assert.isTrue(failed.retryable)
+        assert.strictEqual(fake.reviews(REPO, 2).length, 1, "the review was posted before the description")
+        assert.strictEqual(fake.pullBody(REPO, 2), "Author's notes.")
+        assert.strictEqual((yield* descriptionEffect("run-d2"))[0]?.status, "PENDING")
+
+        yield* publish(run("run-d2", repositoryId, 2, sha("2")), output)
+        assert.strictEqual(fake.pullBody(REPO, 2), `Author's notes.\n\n${descriptionSection(FIRST_DESCRIPTION)}`)
+        assert.strictEqual(patches(fake, 2), 2, "the failed PATCH and its retry")
+        assert.strictEqual(fake.reviews(REPO, 2).length, 1)
+
+        // A crash after GitHub took the PATCH but before it was recorded: the body already says it.
+        const sql = yield* SqlClient.SqlClient
+        yield* sql`UPDATE provider_effects SET status = 'PENDING'
+                   WHERE organization_id = ${ORG} AND idempotency_key = 'github.pr_description:run-d2'`
+        yield* publish(run("run-d2", repositoryId, 2, sha("2")), output)
+        assert.strictEqual(patches(fake, 2), 2, "an unchanged body is not patched")
+        const [effect] = yield* descriptionEffect("run-d2")
+        assert.deepStrictEqual(
+          { status: effect?.status, result: effect?.result },
+          { status: "SUCCEEDED", result: { updated: false } }
+        )
+      })
+    )
+
+    it.effect("a later run replaces only Bosun's section, keeping what the author wrote before and after it", () =>
+      Effect.gen(function* () {
+        yield* setAutomaticDescription("ENABLED")
+        const { fake, repositoryId } = yield* setup(3, sha("3"), "Fixes #33")
+        yield* publish(run("run-d3a", repositoryId, 3, sha("3")), {
+          summary: "First.",
+          findings: [FINDING],
+          description: FIRST_DESCRIPTION
+        })
+        const first = fake.pullBody(REPO, 3) ?? ""
+        assert.strictEqual(first, `Fixes #33\n\n${descriptionSection(FIRST_DESCRIPTION)}`)
+
+        // The author adds a checklist under Bosun's section, then pushes.
+        const edited = `${first}\n\n- [x] migration reviewed\n`
+        fake.setPull(REPO, { number: 3, body: edited, head: { sha: sha("4"), ref: "feature-3" } })
+        fake.setCompare(REPO, sha("3"), sha("4"), ["src/handler.ts"])
+        yield* publish(run("run-d3b", repositoryId, 3, sha("4")), {
+          summary: "Second.",
+          findings: [],
+          description: SECOND_DESCRIPTION
+        })
+        const second = fake.pullBody(REPO, 3) ?? ""
+        assert.strictEqual(
+          second,
+          `Fixes #33\n\n${descriptionSection(SECOND_DESCRIPTION)}\n\n- [x] migration reviewed\n`
+        )
+        assert.notInclude(second, "**How to test:**")
+        assert.strictEqual(second.split(DESCRIPTION_START).length - 1, 1)
+        assert.strictEqual(patches(fake, 3), 2)
+      })
+    )
+
+    it.effect("a review without a description leaves the body alone", () =>
+      Effect.gen(function* () {
+        yield* setAutomaticDescription("ENABLED")
+        const { fake, repositoryId } = yield* setup(4, sha("5"), "Untouched.")
+        yield* publish(run("run-d4", repositoryId, 4, sha("5")), { summary: "No description.", findings: [] })
+        assert.strictEqual(fake.reviews(REPO, 4).length, 1)
+        assert.strictEqual(fake.pullBody(REPO, 4), "Untouched.")
+        assert.strictEqual(patches(fake, 4), 0)
+        assert.deepStrictEqual(yield* descriptionEffect("run-d4"), [])
+      })
+    )
+  })
+
+  describe("automatic_pr_description DISABLED", () => {
+    it.effect("the body is not touched and no PATCH is made, even when the agent wrote a description", () =>
+      Effect.gen(function* () {
+        yield* setAutomaticDescription("DISABLED")
+        const { fake, repositoryId } = yield* setup(5, sha("6"), "The author's own description.")
+        const output = { summary: "Adds the handler.", findings: [FINDING], description: FIRST_DESCRIPTION }
+        yield* publish(run("run-d5", repositoryId, 5, sha("6")), output)
+        yield* publish(run("run-d5", repositoryId, 5, sha("6")), output)
+
+        assert.strictEqual(fake.reviews(REPO, 5).length, 1, "the review itself is posted")
+        assert.strictEqual(fake.pullBody(REPO, 5), "The author's own description.")
+        assert.strictEqual(patches(fake, 5), 0)
+        assert.deepStrictEqual(yield* descriptionEffect("run-d5"), [])
+      })
+    )
+  })
+})
