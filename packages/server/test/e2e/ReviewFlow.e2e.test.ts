@@ -1,0 +1,481 @@
+/**
+ * Pull-request reviews end to end (issue 8, "Done when"): signed GitHub webhooks into a real Bosun,
+ * the inbox, the Scheduler and a `review` RunAttemptWorkflow on the real runtime process, which
+ * clones the pull request's head from the fake GitHub over git smart HTTP with the installation
+ * token and runs the real OpenCode CLI against a scripted OpenAI-compatible model; the review is
+ * published to the fake GitHub through the real Octokit clients.
+ *
+ * The model's script answers each review with two steps: a bash call that prints a line of the
+ * checked-out file (so the test sees the agent read the head it was given) and writes
+ * `$BOSUN_OUTPUT_DIR/review.json` — the findings this test chose for the head named in the
+ * agent's prompt — then a closing text.
+ */
+import { generateKeyPairSync } from "node:crypto"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import type { ReviewOutput } from "@bosun/domain"
+import {
+  eventually,
+  FakeGithub,
+  type FakeModelRequest,
+  FakeModelServer,
+  type FakeModelTurn,
+  type GitRepository,
+  makeGitRepository,
+  toolResults
+} from "@bosun/testing"
+import { type RuntimeProcess, startRuntime, TOKEN } from "@bosun/testing/RuntimeProcess"
+import { assert, layer } from "@effect/vitest"
+import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+import { ConfigurationRepo } from "../../src/persistence/ConfigurationRepo.ts"
+import { GithubAppsRepo } from "../../src/persistence/GithubAppsRepo.ts"
+import { OrganizationsRepo } from "../../src/persistence/OrganizationsRepo.ts"
+import { APP_ID, deliver, processed, SECRET } from "../support/GithubDeliveries.ts"
+import { signIn } from "../support/Identity.ts"
+import { layerTestServer, request } from "../support/TestServer.ts"
+
+const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 })
+const ORG = "review-flow"
+const SLUG = "bosun"
+const OWNER = { id: 71_001, login: "acme" }
+const INSTALLATION_ID = 81_001
+const GITHUB_REPOSITORY_ID = 91_001
+const REPO = "acme/shop"
+const FILE = "src/handler.ts"
+
+/** What the model writes as the review of each head: filled in as the test pushes. */
+const outputs = new Map<string, ReviewOutput>()
+
+const outputFor = (request: FakeModelRequest): ReviewOutput => {
+  const text = JSON.stringify(request.body)
+  for (const [head, output] of outputs) if (text.includes(head)) return output
+  return { summary: "The prompt named no head this test knows.", findings: [] }
+}
+
+const reviewTurns = (reviews: number): ReadonlyArray<FakeModelTurn> =>
+  Array.from(
+    { length: reviews },
+    (): ReadonlyArray<FakeModelTurn> => [
+      {
+        type: "tools",
+        text: "Reading the change, then writing the review.",
+        calls: [
+          {
+            name: "bash",
+            arguments: (request) => ({
+              command: `sed -n 3p repo/${FILE} && cat > "$BOSUN_OUTPUT_DIR/review.json" <<'JSON'\n${JSON.stringify(outputFor(request))}\nJSON`,
+              description: "Read line 3 and write the review"
+            })
+          }
+        ],
+        usage: { input: 900, output: 60 }
+      },
+      { type: "text", text: "The review is written.", usage: { input: 1000, output: 10 } }
+    ]
+  ).flat()
+
+class TestRuntime extends Context.Service<TestRuntime, RuntimeProcess>()("test/ReviewFlowRuntime") {}
+class TestRepository extends Context.Service<TestRepository, GitRepository>()("test/ReviewFlowRepository") {}
+
+const root = fs.mkdtempSync(path.join(os.tmpdir(), "bosun-review-flow-"))
+
+const layerRuntime = Layer.effect(
+  TestRuntime,
+  Effect.acquireRelease(
+    Effect.promise(() => startRuntime({ BOSUN_RUNTIME_DATA_DIR: path.join(root, "runtime") })),
+    (runtime) => Effect.promise(() => runtime.stop())
+  )
+)
+
+const layerRepository = Layer.effect(
+  TestRepository,
+  Effect.gen(function* () {
+    const repository = yield* Effect.promise(() => makeGitRepository(path.join(root, "git"), REPO))
+    ;(yield* FakeGithub).addGitRepository(REPO, repository.dir)
+    return repository
+  })
+)
+
+const Server = Layer.unwrap(
+  Effect.gen(function* () {
+    const fake = yield* FakeGithub
+    const runtime = yield* TestRuntime
+    return layerTestServer({
+      settings: {
+        githubApiUrl: new URL(fake.apiUrl),
+        runtime: {
+          external: Option.some({ url: new URL(runtime.base), token: Redacted.make(TOKEN) }),
+          embeddedPort: 0
+        }
+      }
+    })
+  })
+).pipe(
+  Layer.provideMerge(layerRepository),
+  Layer.provideMerge(layerRuntime),
+  Layer.provideMerge(FakeModelServer.layer({ turns: reviewTurns(3), title: "Review" })),
+  Layer.provideMerge(FakeGithub.layer)
+)
+
+const lines = (count: number) => Array.from({ length: count }, (_, i) => `const v${i + 1} = input[${i + 1}]`)
+const FIRST = lines(20)
+/** The push that fixes line 3 and adds an eval on line 21; line 7 is untouched. */
+const SECOND = [...FIRST.slice(0, 2), "const v3 = sanitize(input[3])", ...FIRST.slice(3), "eval(input[21])"]
+/** A later push that only appends a line. */
+const THIRD = [...SECOND, "export default v1"]
+const text = (content: ReadonlyArray<string>) => `${content.join("\n")}\n`
+
+const finding = (line: number, title: string, severity: "HIGH" | "MEDIUM") => ({
+  path: FILE,
+  start_line: line,
+  end_line: line,
+  side: "RIGHT" as const,
+  severity,
+  category: "security",
+  title,
+  body: `${title}: the request's input reaches it unchecked.`
+})
+const A = finding(3, "Unsanitized input reaches the query", "HIGH")
+const B = finding(7, "Input index is not bounds-checked", "MEDIUM")
+const D = finding(21, "eval of request input", "HIGH")
+
+let sent = 0
+const send = (event: string, body: string, id = `review-flow-${sent++}`) =>
+  Effect.map(deliver({ id, event, body }), (response) => {
+    assert.strictEqual(response.status, 202, response.text)
+    return { id, answer: (response.json as { data: { accepted: boolean; duplicate: boolean } }).data }
+  })
+
+const account = { ...OWNER, type: "Organization" } as const
+const eventRepository = {
+  id: GITHUB_REPOSITORY_ID,
+  name: "shop",
+  full_name: REPO,
+  private: true,
+  owner: account,
+  default_branch: "main"
+}
+
+const pullRequestEvent = (pr: {
+  readonly action: string
+  readonly number: number
+  readonly head: string
+  readonly base: string
+  readonly draft?: boolean
+  readonly author?: string
+  readonly changedFiles?: number
+}) =>
+  JSON.stringify({
+    action: pr.action,
+    number: pr.number,
+    pull_request: {
+      id: 6_000_000 + pr.number,
+      number: pr.number,
+      title: `Change ${pr.number}`,
+      state: "open",
+      draft: pr.draft ?? false,
+      merged: false,
+      changed_files: pr.changedFiles ?? 1,
+      user: { id: 4_001, login: pr.author ?? "dev-anna", type: pr.author?.endsWith("[bot]") ? "Bot" : "User" },
+      head: { sha: pr.head, ref: `feature-${pr.number}`, repo: { id: GITHUB_REPOSITORY_ID } },
+      base: { sha: pr.base, ref: "main", repo: { id: GITHUB_REPOSITORY_ID } }
+    },
+    repository: eventRepository,
+    installation: { id: INSTALLATION_ID },
+    sender: { id: 4_001, login: pr.author ?? "dev-anna" }
+  })
+
+/** The organization, its App (real key) installed on acme/shop, an OpenCode connection to the fake model. */
+const setUp = Effect.gen(function* () {
+  const fake = yield* FakeGithub
+  const model = yield* FakeModelServer
+  const sql = yield* SqlClient.SqlClient
+  fake.addApp({
+    clientId: "Iv1.review-flow",
+    clientSecret: "review-flow-secret",
+    appId: APP_ID,
+    publicKey: publicKey.export({ type: "spki", format: "pem" }).toString(),
+    slug: SLUG
+  })
+  fake.addInstallation({ id: INSTALLATION_ID, appId: APP_ID, account, repositories: [REPO] })
+  yield* (yield* OrganizationsRepo).ensure(ORG)
+  yield* sql`UPDATE organizations SET github_account_id = ${OWNER.id} WHERE id = ${ORG}`
+  yield* (yield* GithubAppsRepo).upsert(ORG, {
+    githubAppId: APP_ID,
+    slug: SLUG,
+    clientId: "Iv1.review-flow",
+    clientSecret: Redacted.make("review-flow-secret"),
+    privateKey: Redacted.make(privateKey.export({ type: "pkcs8", format: "pem" }).toString()),
+    webhookSecret: Redacted.make(SECRET)
+  })
+  const installed = yield* send(
+    "installation",
+    JSON.stringify({
+      action: "created",
+      installation: { id: INSTALLATION_ID, account, app_id: APP_ID, target_type: "Organization" },
+      repositories: [{ id: GITHUB_REPOSITORY_ID, name: "shop", full_name: REPO, private: true }],
+      sender: { id: 1, login: "octocat" }
+    })
+  )
+  assert.isNull(yield* processed(installed.id))
+
+  const admin = yield* signIn("flow-admin", [[ORG, "ADMIN"]])
+  const imported = yield* request(`/api/v1/organizations/${ORG}/opencode-connection/import`, {
+    method: "PUT",
+    headers: { cookie: admin.cookie, "content-type": "application/json" },
+    body: JSON.stringify({
+      auth: {
+        fake: {
+          type: "api",
+          key: "sk-review-flow-0123456789abcdef",
+          npm: "@ai-sdk/openai-compatible",
+          name: "Fake Provider",
+          base_url: model.url,
+          models: { "fake-coder": { name: "Fake Coder" } }
+        }
+      }
+    })
+  })
+  assert.strictEqual(imported.status, 200, imported.text)
+  yield* (yield* ConfigurationRepo).setOrganizationGroup(
+    ORG,
+    "agent",
+    { agent_provider: "OPENCODE", model: "fake/fake-coder" },
+    null
+  )
+  const [repository] = yield* sql<{ id: string }>`
+    SELECT id FROM repositories WHERE organization_id = ${ORG} AND github_repository_id = ${GITHUB_REPOSITORY_ID}`
+  return repository?.id ?? ""
+})
+
+/** Waits for the review run of `head` to end; answers its status, error and id. */
+const reviewRunOf = (number: number, head: string) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* eventually(
+      sql<{ id: string; status: string; error_code: string | null; error_message: string | null }>`
+        SELECT id, status, error_code, error_message FROM workflow_runs
+        WHERE organization_id = ${ORG} AND workflow_type = 'review' AND pull_request_number = ${number}
+          AND head_sha = ${head}`,
+      (found) => found.length > 0 && found.every((row) => ["SUCCEEDED", "FAILED", "CANCELLED"].includes(row.status)),
+      Duration.seconds(120)
+    )
+    assert.strictEqual(rows.length, 1, "one review run per head")
+    const [run] = rows
+    assert.strictEqual(run?.status, "SUCCEEDED", `${run?.error_code}: ${run?.error_message}`)
+    return run
+  })
+
+const findingStates = (repositoryId: string, number: number) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<{ title: string; state: string }>`
+      SELECT title, state FROM review_findings
+      WHERE organization_id = ${ORG} AND repository_id = ${repositoryId} AND pull_request_number = ${number}
+      ORDER BY title COLLATE "C"`.pipe(Effect.map((rows) => rows.map((row) => ({ ...row }))))
+  )
+
+/** Pushes `content` as the pull request's new head: git, the pull ref, and what GitHub lists for it. */
+const push = (number: number, content: ReadonlyArray<string>, base: string, previous?: string) =>
+  Effect.gen(function* () {
+    const fake = yield* FakeGithub
+    const repository = yield* TestRepository
+    const head = yield* Effect.promise(() =>
+      repository.commit(`feature-${number}`, { [FILE]: text(content) }, `push to #${number}`, { from: "main" })
+    )
+    yield* Effect.promise(() => repository.setRef(`refs/pull/${number}/head`, head))
+    const files = yield* Effect.promise(() => repository.pullFiles(base, head))
+    fake.setPull(REPO, {
+      number,
+      head: { sha: head, ref: `feature-${number}` },
+      base: { sha: base, ref: "main" },
+      files
+    })
+    if (previous !== undefined) {
+      fake.setCompare(REPO, previous, head, yield* Effect.promise(() => repository.changedPaths(previous, head)))
+    }
+    return head
+  })
+
+layer(Server, { excludeTestServices: true, timeout: Duration.minutes(5) })("pull-request reviews end to end", (it) => {
+  it.effect(
+    "a pull request gets one review; a push resolves the fixed finding and posts only the new one; a finding answered 'not an issue' is never raised again",
+    () =>
+      Effect.gen(function* () {
+        const repositoryId = yield* setUp
+        const fake = yield* FakeGithub
+        const model = yield* FakeModelServer
+        const repository = yield* TestRepository
+        const base = yield* Effect.promise(() => repository.commit("main", { "README.md": "shop\n" }, "init"))
+
+        // Opened: the agent reviews the first head.
+        const head1 = yield* push(1, FIRST, base)
+        outputs.set(head1, { summary: "Adds the request handler.", findings: [B, A] })
+        const opened = yield* send("pull_request", pullRequestEvent({ action: "opened", number: 1, head: head1, base }))
+        assert.deepStrictEqual(opened.answer, { accepted: true, duplicate: false })
+        // GitHub redelivers the same delivery: acknowledged, not processed twice.
+        const again = yield* send(
+          "pull_request",
+          pullRequestEvent({ action: "opened", number: 1, head: head1, base }),
+          opened.id
+        )
+        assert.deepStrictEqual(again.answer, { accepted: true, duplicate: true })
+        yield* reviewRunOf(1, head1)
+
+        const first = fake.reviews(REPO, 1)
+        assert.strictEqual(first.length, 1, "exactly one review")
+        assert.strictEqual(first[0]?.commit_id, head1)
+        assert.strictEqual(first[0]?.event, "COMMENT")
+        assert.strictEqual(first[0]?.user.login, `${SLUG}[bot]`)
+        assert.include(first[0]?.body ?? "", "Adds the request handler.")
+        assert.deepStrictEqual(
+          first[0]?.comments.map((comment) => ({ path: comment.path, line: comment.line, side: comment.side })),
+          [
+            { path: FILE, line: 3, side: "RIGHT" },
+            { path: FILE, line: 7, side: "RIGHT" }
+          ],
+          "ranked by severity: the HIGH one first"
+        )
+        assert.include(first[0]?.comments[0]?.body ?? "", A.title)
+        // The agent read the head it was given: line 3 of the checkout came back as the tool's result.
+        const readBack = model.agentRequests().flatMap(toolResults)
+        assert.isTrue(
+          readBack.some((result) => result.content.includes(FIRST[2] ?? "?")),
+          "the first review's bash printed line 3 of the first head"
+        )
+
+        // A push fixes A and adds D; B is unchanged.
+        const head2 = yield* push(1, SECOND, base, head1)
+        outputs.set(head2, { summary: "Sanitizes the input; adds an eval.", findings: [B, D] })
+        yield* send("pull_request", pullRequestEvent({ action: "synchronize", number: 1, head: head2, base }))
+        yield* reviewRunOf(1, head2)
+        const second = fake.reviews(REPO, 1)
+        assert.strictEqual(second.length, 2)
+        assert.deepStrictEqual(
+          second[1]?.comments.map((comment) => ({ path: comment.path, line: comment.line, side: comment.side })),
+          [{ path: FILE, line: 21, side: "RIGHT" }],
+          "only the new finding is posted"
+        )
+        assert.include(second[1]?.comments[0]?.body ?? "", D.title)
+        const threads = fake.threads(REPO, 1)
+        const threadOf = (commentId: number | undefined) =>
+          threads.find((thread) => commentId !== undefined && thread.commentIds.includes(commentId))
+        assert.isTrue(threadOf(first[0]?.comments[0]?.id)?.isResolved, "the fixed finding's thread is resolved")
+        assert.isFalse(threadOf(first[0]?.comments[1]?.id)?.isResolved, "the unchanged finding's thread stays open")
+        assert.deepStrictEqual(yield* findingStates(repositoryId, 1), [
+          { title: B.title, state: "OPEN" },
+          { title: A.title, state: "RESOLVED" },
+          { title: D.title, state: "OPEN" }
+        ])
+
+        // A person answers B: "not an issue". The reply's webhook dismisses it.
+        const bComment = first[0]?.comments[1]
+        const replyId = fake.addReply(REPO, 1, bComment?.id ?? 0, {
+          login: "dev-anna",
+          body: "Not an issue: the index is validated upstream."
+        })
+        const reply = yield* send(
+          "pull_request_review_comment",
+          JSON.stringify({
+            action: "created",
+            comment: {
+              id: replyId,
+              in_reply_to_id: bComment?.id,
+              body: "Not an issue: the index is validated upstream.",
+              user: { id: 4_001, login: "dev-anna", type: "User" }
+            },
+            pull_request: { number: 1 },
+            repository: eventRepository,
+            installation: { id: INSTALLATION_ID }
+          })
+        )
+        assert.isNull(yield* processed(reply.id))
+
+        // The next push: the agent reports B again; it is not raised.
+        const head3 = yield* push(1, THIRD, base, head2)
+        outputs.set(head3, { summary: "Exports v1.", findings: [B, D] })
+        yield* send("pull_request", pullRequestEvent({ action: "synchronize", number: 1, head: head3, base }))
+        yield* reviewRunOf(1, head3)
+        const third = fake.reviews(REPO, 1).filter((review) => review.user.type === "Bot")
+        assert.strictEqual(third.length, 3)
+        assert.deepStrictEqual(third[2]?.comments, [], "neither the dismissed one nor the posted one again")
+        assert.deepStrictEqual(yield* findingStates(repositoryId, 1), [
+          { title: B.title, state: "DISMISSED" },
+          { title: A.title, state: "RESOLVED" },
+          { title: D.title, state: "OPEN" }
+        ])
+        const sql = yield* SqlClient.SqlClient
+        const [listed] = yield* sql<{ open_findings: number; resolved_findings: number; review_status: string }>`
+          SELECT open_findings, resolved_findings, review_status FROM pull_requests
+          WHERE organization_id = ${ORG} AND repository_id = ${repositoryId} AND number = 1`
+        assert.deepStrictEqual({ ...listed }, { open_findings: 1, resolved_findings: 1, review_status: "REVIEWED" })
+      })
+  )
+
+  it.effect(
+    "a draft with review_drafts off, an excluded author and a pull request over max_changed_files start no review; the last gets one notice; a bad signature is refused and writes nothing",
+    () =>
+      Effect.gen(function* () {
+        const fake = yield* FakeGithub
+        const sql = yield* SqlClient.SqlClient
+        yield* (yield* ConfigurationRepo).setOrganizationGroup(
+          ORG,
+          "review_policy",
+          { review_policy: { excluded_authors: ["renovate[bot]"], max_changed_files: 50 } },
+          null
+        )
+        const head = "c".repeat(40)
+        const base = "d".repeat(40)
+        for (const number of [2, 3, 4]) {
+          fake.setPull(REPO, {
+            number,
+            head: { sha: head, ref: `feature-${number}` },
+            base: { sha: base, ref: "main" }
+          })
+        }
+        const draft = yield* send(
+          "pull_request",
+          pullRequestEvent({ action: "opened", number: 2, head, base, draft: true })
+        )
+        const excluded = yield* send(
+          "pull_request",
+          pullRequestEvent({ action: "opened", number: 3, head, base, author: "renovate[bot]" })
+        )
+        const large = yield* send(
+          "pull_request",
+          pullRequestEvent({ action: "opened", number: 4, head, base, changedFiles: 51 })
+        )
+        assert.match((yield* processed(draft.id)) ?? "", /^no review: .*draft/)
+        assert.match((yield* processed(excluded.id)) ?? "", /^no review: .*renovate\[bot\]/)
+        assert.strictEqual(
+          yield* processed(large.id),
+          "no review: 51 changed files are over max_changed_files (50); a notice was posted"
+        )
+        const notices = yield* eventually(
+          Effect.sync(() => fake.issueComments(REPO, 4)),
+          (comments) => comments.length > 0,
+          Duration.seconds(20)
+        )
+        assert.strictEqual(notices.length, 1)
+        assert.include(notices[0]?.body ?? "", "it changes 51 files, over this repository's limit of 50")
+        const runs = yield* sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM workflow_runs
+          WHERE organization_id = ${ORG} AND workflow_type = 'review' AND pull_request_number IN (2, 3, 4)`
+        assert.strictEqual(runs[0]?.n, 0)
+        for (const number of [2, 3, 4]) assert.deepStrictEqual(fake.reviews(REPO, number), [])
+
+        const forged = yield* deliver({
+          id: "review-flow-forged",
+          event: "pull_request",
+          body: pullRequestEvent({ action: "opened", number: 5, head, base }),
+          secret: "not-the-webhook-secret"
+        })
+        assert.strictEqual(forged.status, 401)
+        assert.strictEqual((forged.json as { error: { code: string } }).error.code, "unauthorized")
+        const rows = yield* sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM github_deliveries WHERE delivery_id = 'review-flow-forged'`
+        assert.strictEqual(rows[0]?.n, 0)
+      })
+  )
+})
