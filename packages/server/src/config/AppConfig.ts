@@ -122,6 +122,12 @@ export interface AppSettings {
     readonly external: Option.Option<{ readonly url: URL; readonly token: Redacted.Redacted<string> }>
     /** The embedded runtime's loopback port; 0 takes any free one. */
     readonly embeddedPort: number
+    /**
+     * A custom agent profile of the runtime (`BOSUN_RUNTIME_AGENTS`) that runs every review in
+     * place of the configured agent provider: an operator's own review agent. Absent: the
+     * repository's agent_provider (OPENCODE or AGENT_ONE) runs it.
+     */
+    readonly reviewAgentProfile: Option.Option<string>
   }
   /** This process as a cluster runner, the Scheduler's lanes and leases, the attempts' pacing. */
   readonly cluster: ClusterSettings
@@ -203,13 +209,20 @@ const runtimeConfig = Config.all({
   embeddedPort: Config.schema(
     Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 0, maximum: 65535 })),
     "BOSUN_EMBEDDED_RUNTIME_PORT"
-  ).pipe(Config.withDefault(8787))
+  ).pipe(Config.withDefault(8787)),
+  reviewAgentProfile: Config.option(Config.NonEmptyString("BOSUN_REVIEW_AGENT_PROFILE"))
 }).pipe(
-  Config.mapEffect(({ url, token, embeddedPort }) => {
+  Config.mapEffect(({ url, token, embeddedPort, reviewAgentProfile }) => {
     if (Option.isSome(url) && Option.isSome(token)) {
-      return Effect.succeed({ external: Option.some({ url: url.value, token: token.value }), embeddedPort })
+      return Effect.succeed({
+        external: Option.some({ url: url.value, token: token.value }),
+        embeddedPort,
+        reviewAgentProfile
+      })
     }
-    if (Option.isNone(url) && Option.isNone(token)) return Effect.succeed({ external: Option.none(), embeddedPort })
+    if (Option.isNone(url) && Option.isNone(token)) {
+      return Effect.succeed({ external: Option.none(), embeddedPort, reviewAgentProfile })
+    }
     return Effect.fail(
       new Config.ConfigError(
         new ConfigProvider.SourceError({

@@ -183,7 +183,10 @@ export const reviewWorkflow = Effect.gen(function* () {
         const request: RunRequest = {
           run_id: run.runId,
           attempt_id: run.attemptId,
-          agent: { kind: configuration.agent_provider },
+          agent: Option.match(config.runtime.reviewAgentProfile, {
+            onNone: () => ({ kind: configuration.agent_provider }),
+            onSome: (profile) => ({ kind: "CUSTOM" as const, profile })
+          }),
           model: configuration.model === "" ? "default" : configuration.model,
           prompt: reviewPrompt(
             {

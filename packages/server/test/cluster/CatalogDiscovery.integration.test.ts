@@ -37,7 +37,8 @@ const layerServer = Layer.unwrap(
       settings: {
         runtime: {
           external: Option.some({ url: new URL(runtime.base), token: Redacted.make(TOKEN) }),
-          embeddedPort: 0
+          embeddedPort: 0,
+          reviewAgentProfile: Option.none()
         }
       }
     })

@@ -107,7 +107,8 @@ const Server = Layer.unwrap(
         githubApiUrl: new URL(fake.apiUrl),
         runtime: {
           external: Option.some({ url: new URL(runtime.base), token: Redacted.make(TOKEN) }),
-          embeddedPort: 0
+          embeddedPort: 0,
+          reviewAgentProfile: Option.none()
         }
       }
     })

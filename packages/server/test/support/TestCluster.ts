@@ -32,7 +32,8 @@ export const layerTestCluster = (options: TestClusterOptions) => {
   const base = testSettings({
     runtime: {
       external: Option.some({ url: new URL(options.runtime.url), token: Redacted.make(options.runtime.token) }),
-      embeddedPort: 0
+      embeddedPort: 0,
+      reviewAgentProfile: Option.none()
     }
   })
   const withRunner: AppSettings = {

@@ -61,7 +61,8 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
   // A runtime nobody listens on: test servers launch no agent runtime of their own.
   runtime: {
     external: Option.some({ url: new URL("http://127.0.0.1:9"), token: Redacted.make("runtime-token-unused-0123") }),
-    embeddedPort: 0
+    embeddedPort: 0,
+    reviewAgentProfile: Option.none()
   },
   sseStreamDuration: Duration.seconds(55),
   cluster: {
