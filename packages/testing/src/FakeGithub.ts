@@ -27,7 +27,8 @@
  *   and fetch), with HTTP Basic whose password is an installation token reaching the repository
  *   (401 with `WWW-Authenticate` without one, 404 `Repository not found.` where it does not
  *   reach); `git-receive-pack` (a push) answers 403.
- * Every request is recorded, and tests can fail the next calls matching a method and path.
+ * Every request is recorded, and tests can fail the next calls matching a method and path, or
+ * carry them out and hold the answer back.
  */
 import { createHash, createPublicKey, randomBytes, verify } from "node:crypto"
 import { createServer, type IncomingMessage, STATUS_CODES } from "node:http"
@@ -171,6 +172,14 @@ export interface FakeGithubFailure {
   readonly method: string
   readonly path: RegExp
   readonly status: number
+  readonly times?: number
+}
+
+/** A call GitHub carries out at once but answers late (a client that dies before the answer never learns of it). */
+export interface FakeGithubDelay {
+  readonly method: string
+  readonly path: RegExp
+  readonly milliseconds: number
   readonly times?: number
 }
 
@@ -340,6 +349,8 @@ export class FakeGithub extends Context.Service<
     readonly failWith: (status: number | undefined) => void
     /** Fail the next matching calls (any route), e.g. `{ method: "POST", path: /\/reviews$/, status: 502 }`. */
     readonly failNext: (failure: FakeGithubFailure) => void
+    /** Carry out the next matching calls but hold their answers back (e.g. to kill the client in between). */
+    readonly delayNext: (delay: FakeGithubDelay) => void
   }
 >()("bosun/testing/FakeGithub") {
   static readonly layer = Layer.effect(
@@ -359,6 +370,12 @@ export class FakeGithub extends Context.Service<
         const checkRuns = new Map<string, Array<FakeGithubCheckRun>>()
         const compares = new Map<string, ReadonlyArray<string>>()
         const gitRepositories = new Map<string, string>()
+        const delays: Array<{
+          readonly method: string
+          readonly path: RegExp
+          readonly milliseconds: number
+          left: number
+        }> = []
         const failures: Array<{
           readonly method: string
           readonly path: RegExp
@@ -431,6 +448,17 @@ export class FakeGithub extends Context.Service<
           const json = (status: number, value: unknown, headers: Record<string, string> = {}) => {
             res.writeHead(status, { "content-type": "application/json; charset=utf-8", ...headers })
             res.end(JSON.stringify(value))
+          }
+          const delayed = delays.find((candidate) => candidate.method === method && candidate.path.test(url.pathname))
+          if (delayed !== undefined) {
+            delayed.left -= 1
+            if (delayed.left <= 0) delays.splice(delays.indexOf(delayed), 1)
+            const end = res.end.bind(res)
+            // The call's effects happen now; only the answer waits.
+            res.end = ((...args: Parameters<typeof end>) => {
+              setTimeout(() => end(...args), delayed.milliseconds)
+              return res
+            }) as typeof res.end
           }
           const planned = failures.find((candidate) => candidate.method === method && candidate.path.test(url.pathname))
           if (planned !== undefined) {
@@ -1115,6 +1143,9 @@ export class FakeGithub extends Context.Service<
               compares.set(`${repository}#${base}...${head}`, filenames),
             failWith: (status) => {
               failure = status
+            },
+            delayNext: ({ method, path, milliseconds, times }) => {
+              delays.push({ method: method.toUpperCase(), path, milliseconds, left: times ?? 1 })
             },
             failNext: ({ method, path, status, times }) => {
               failures.push({ method: method.toUpperCase(), path, status, left: times ?? 1 })

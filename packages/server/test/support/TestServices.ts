@@ -10,14 +10,18 @@ import { Migrator } from "../../src/persistence/Migrator.ts"
 import { appServices } from "../../src/Server.ts"
 import { layerTestSecrets, testSettings } from "./TestServer.ts"
 
-export const layerTestServices = appServices({ rotationWorker: false }).pipe(
-  Layer.provideMerge(Migrator.layer),
-  Layer.tap((context) => Context.get(context, Migrator).awaitReady),
-  Layer.provideMerge(
-    layerTestSecrets({
-      masterKey: { key: Redacted.make(randomBytes(32).toString("base64")), version: 1, previous: new Map() }
-    })
-  ),
-  Layer.provide(Layer.succeed(AppConfig, AppConfig.of(testSettings()))),
-  Layer.provideMerge(Layer.mergeAll(TestDatabase.layer, LogCapture.layer))
-)
+/** The services with the master key `masterKey` (base64 of 32 bytes), e.g. one a server process shares. */
+export const makeTestServices = (masterKey: string = randomBytes(32).toString("base64")) =>
+  appServices({ rotationWorker: false }).pipe(
+    Layer.provideMerge(Migrator.layer),
+    Layer.tap((context) => Context.get(context, Migrator).awaitReady),
+    Layer.provideMerge(
+      layerTestSecrets({
+        masterKey: { key: Redacted.make(masterKey), version: 1, previous: new Map() }
+      })
+    ),
+    Layer.provide(Layer.succeed(AppConfig, AppConfig.of(testSettings()))),
+    Layer.provideMerge(Layer.mergeAll(TestDatabase.layer, LogCapture.layer))
+  )
+
+export const layerTestServices = makeTestServices()

@@ -1,0 +1,236 @@
+/**
+ * A server killed while it publishes a review (issue 8, "Done when": "Kill the server during
+ * publish → after restart exactly one review exists"). The production server runs in a process of
+ * its own (`src/main.ts`, as `npm start` runs it) on a test database, with the real runtime
+ * process (a custom review agent profile through `BOSUN_REVIEW_AGENT_PROFILE` that writes a fixed
+ * review at once) and the fake GitHub serving the repository over smart HTTP.
+ *
+ * The worst moment is chosen: GitHub has created the review but its answer is held back, so the
+ * server dies not knowing whether its call landed (its provider effect is PENDING). Started
+ * again, the workflow re-runs publish, finds the review GitHub already has by the marker its
+ * body carries, records it, and posts nothing more.
+ */
+import { generateKeyPairSync, randomBytes } from "node:crypto"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { eventually, FakeGithub, makeGitRepository, TestDatabase } from "@bosun/testing"
+import { freePort, startRuntime, TOKEN } from "@bosun/testing/RuntimeProcess"
+import { assert, layer } from "@effect/vitest"
+import { sign } from "@octokit/webhooks-methods"
+import { Duration, Effect, Layer, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+import { GithubAppsRepo } from "../../src/persistence/GithubAppsRepo.ts"
+import { OrganizationsRepo } from "../../src/persistence/OrganizationsRepo.ts"
+import { RepositoriesRepo } from "../../src/persistence/RepositoriesRepo.ts"
+import { signIn } from "../support/Identity.ts"
+import { killServer, spawnServer, untilReady } from "../support/Process.ts"
+import { makeTestServices } from "../support/TestServices.ts"
+
+const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 })
+const MASTER_KEY = randomBytes(32).toString("base64")
+const WEBHOOK_SECRET = "whsec-crash-5a1c"
+const APP_ID = 5151
+const ORG = "crash-org"
+const REPO = "acme/store"
+const FILE = "src/cart.ts"
+const OWNER = { id: 72_001, login: "acme", type: "Organization" } as const
+
+const root = fs.mkdtempSync(path.join(os.tmpdir(), "bosun-review-crash-"))
+const REVIEW = {
+  summary: "Adds the cart.",
+  findings: [
+    {
+      path: FILE,
+      start_line: 2,
+      end_line: 2,
+      side: "RIGHT",
+      severity: "HIGH",
+      category: "correctness",
+      title: "The total ignores the quantity",
+      body: "Multiply by the quantity."
+    }
+  ]
+}
+
+const Stack = Layer.mergeAll(makeTestServices(MASTER_KEY), FakeGithub.layer)
+
+layer(Stack, { excludeTestServices: true, timeout: Duration.minutes(3) })("a server killed during publish", (it) => {
+  it.effect(
+    "GitHub has the review but the server died before its answer: after a restart exactly one review exists and it is recorded",
+    () =>
+      Effect.gen(function* () {
+        const fake = yield* FakeGithub
+        const sql = yield* SqlClient.SqlClient
+        const database = yield* TestDatabase
+
+        // The outside world: the App installed on acme/store, the pull request's head in git.
+        fake.addApp({
+          clientId: "Iv1.crash",
+          clientSecret: "crash-secret",
+          appId: APP_ID,
+          publicKey: publicKey.export({ type: "spki", format: "pem" }).toString(),
+          slug: "bosun"
+        })
+        fake.addInstallation({ id: 82_001, appId: APP_ID, account: OWNER, repositories: [REPO] })
+        const git = yield* Effect.promise(() => makeGitRepository(path.join(root, "git"), REPO))
+        fake.addGitRepository(REPO, git.dir)
+        const base = yield* Effect.promise(() => git.commit("main", { "README.md": "store\n" }, "init"))
+        const head = yield* Effect.promise(() =>
+          git.commit("feature-1", { [FILE]: "export const total = (item) =>\n  item.price\n" }, "cart", {
+            from: "main"
+          })
+        )
+        yield* Effect.promise(() => git.setRef("refs/pull/1/head", head))
+        fake.setPull(REPO, {
+          number: 1,
+          head: { sha: head, ref: "feature-1" },
+          base: { sha: base, ref: "main" },
+          files: yield* Effect.promise(() => git.pullFiles(base, head))
+        })
+
+        // Bosun's side, written with the key the server process gets.
+        yield* (yield* OrganizationsRepo).ensure(ORG)
+        yield* sql`UPDATE organizations SET github_account_id = ${OWNER.id} WHERE id = ${ORG}`
+        yield* (yield* GithubAppsRepo).upsert(ORG, {
+          githubAppId: APP_ID,
+          slug: "bosun",
+          clientId: "Iv1.crash",
+          clientSecret: Redacted.make("crash-secret"),
+          privateKey: Redacted.make(privateKey.export({ type: "pkcs8", format: "pem" }).toString()),
+          webhookSecret: Redacted.make(WEBHOOK_SECRET)
+        })
+        yield* (yield* RepositoriesRepo).upsert(ORG, {
+          githubRepositoryId: 92_001,
+          owner: "acme",
+          name: "store",
+          defaultBranch: "main"
+        })
+        const admin = yield* signIn("crash-admin", [[ORG, "ADMIN"]])
+
+        const runtime = yield* Effect.acquireRelease(
+          Effect.promise(() =>
+            startRuntime({
+              BOSUN_RUNTIME_DATA_DIR: path.join(root, "runtime"),
+              BOSUN_RUNTIME_AGENTS: JSON.stringify({
+                "fixed-review": {
+                  command: [
+                    "sh",
+                    "-c",
+                    `cat > "$BOSUN_OUTPUT_DIR/review.json" <<'JSON'\n${JSON.stringify(REVIEW)}\nJSON`
+                  ]
+                }
+              })
+            })
+          ),
+          (process) => Effect.promise(() => process.stop())
+        )
+        const port = yield* Effect.promise(freePort)
+        const env = {
+          DATABASE_URL: database.url,
+          BOSUN_MASTER_KEY: MASTER_KEY,
+          BOSUN_DATA_DIR: path.join(root, "server"),
+          BOSUN_PORT: String(port),
+          BOSUN_GITHUB_API_URL: fake.apiUrl,
+          BOSUN_RUNTIME_URL: runtime.base,
+          BOSUN_RUNTIME_TOKEN: TOKEN,
+          BOSUN_REVIEW_AGENT_PROFILE: "fixed-review",
+          BOSUN_SCHEDULER_IDLE_TICK: "300 millis",
+          BOSUN_SHARD_LOCK_EXPIRATION: "3 seconds"
+        }
+        const start = Effect.gen(function* () {
+          const server = yield* spawnServer(env)
+          yield* untilReady(server, port)
+          return server
+        })
+        const first = yield* start
+        const base_ = `http://127.0.0.1:${port}/api/v1`
+
+        // Reviews need an agent connection with credentials, even for a custom profile.
+        const imported = yield* Effect.promise(() =>
+          fetch(`${base_}/organizations/${ORG}/opencode-connection/import`, {
+            method: "PUT",
+            headers: { cookie: admin.cookie, "content-type": "application/json" },
+            body: JSON.stringify({
+              auth: { fake: { type: "api", key: "sk-crash-0123456789", npm: "@ai-sdk/openai-compatible" } }
+            })
+          }).then(async (response) => ({ status: response.status, text: await response.text() }))
+        )
+        assert.strictEqual(imported.status, 200, imported.text)
+
+        // GitHub creates the review at once and answers a minute later.
+        fake.delayNext({ method: "POST", path: /\/pulls\/1\/reviews$/, milliseconds: 60_000 })
+        const body = JSON.stringify({
+          action: "opened",
+          number: 1,
+          pull_request: {
+            number: 1,
+            title: "Cart",
+            state: "open",
+            draft: false,
+            merged: false,
+            changed_files: 1,
+            user: { id: 4_002, login: "dev-bo", type: "User" },
+            head: { sha: head, ref: "feature-1" },
+            base: { sha: base, ref: "main" }
+          },
+          repository: { id: 92_001, name: "store", full_name: REPO, owner: OWNER, default_branch: "main" },
+          installation: { id: 82_001 }
+        })
+        const delivered = yield* Effect.promise(async () =>
+          fetch(`${base_}/github/webhooks`, {
+            method: "POST",
+            headers: {
+              "content-type": "application/json",
+              "x-github-delivery": "crash-delivery-1",
+              "x-github-event": "pull_request",
+              "x-github-hook-installation-target-type": "integration",
+              "x-github-hook-installation-target-id": String(APP_ID),
+              "x-hub-signature-256": await sign(WEBHOOK_SECRET, body)
+            },
+            body
+          }).then((response) => response.status)
+        )
+        assert.strictEqual(delivered, 202)
+
+        yield* eventually(
+          Effect.sync(() => fake.reviews(REPO, 1)),
+          (reviews) => reviews.length === 1,
+          Duration.seconds(60)
+        )
+        yield* killServer(first)
+        const [pending] = yield* sql<{ status: string; attempts: number }>`
+          SELECT status, attempts FROM provider_effects WHERE organization_id = ${ORG} AND kind = 'github.review'`
+        assert.deepStrictEqual({ ...pending }, { status: "PENDING", attempts: 1 }, "the server died before the answer")
+
+        yield* start
+        const [run] = yield* eventually(
+          sql<{ id: string; status: string }>`
+            SELECT id, status FROM workflow_runs WHERE organization_id = ${ORG} AND workflow_type = 'review'`,
+          (rows) => rows.length === 1 && ["SUCCEEDED", "FAILED"].includes(rows[0]?.status ?? ""),
+          Duration.seconds(90)
+        )
+        assert.strictEqual(run?.status, "SUCCEEDED")
+
+        const reviews = fake.reviews(REPO, 1)
+        assert.strictEqual(reviews.length, 1, "exactly one review")
+        assert.strictEqual(reviews[0]?.comments.length, 1)
+        const [effect] = yield* sql<{ status: string; attempts: number; result: { review_id: number } }>`
+          SELECT status, attempts, result FROM provider_effects WHERE organization_id = ${ORG} AND kind = 'github.review'`
+        assert.strictEqual(effect?.status, "SUCCEEDED")
+        assert.strictEqual(effect?.attempts, 2)
+        assert.strictEqual(effect?.result.review_id, reviews[0]?.id, "the review GitHub had is the one recorded")
+        const posts = fake.requests.filter(
+          (request) => request.method === "POST" && /\/pulls\/1\/reviews$/.test(request.path)
+        )
+        assert.strictEqual(posts.length, 1, "the restarted publish found the review instead of posting again")
+        const [step] = yield* sql<{ executions: number; status: string }>`
+          SELECT executions, status FROM workflow_attempt_steps WHERE attempt_id = ${`${run?.id}:1`} AND step = 'publish'`
+        assert.deepStrictEqual({ ...step }, { executions: 2, status: "SUCCEEDED" }, "publish ran again after the kill")
+        const [finding] = yield* sql<{ state: string; github_comment_id: string | null }>`
+          SELECT state, github_comment_id FROM review_findings WHERE organization_id = ${ORG}`
+        assert.strictEqual(finding?.state, "OPEN")
+        assert.strictEqual(Number(finding?.github_comment_id), reviews[0]?.comments[0]?.id)
+      }).pipe(Effect.scoped)
+  )
+})
