@@ -65,3 +65,22 @@ export const requestCancel = Effect.fn("RunQueue.requestCancel")(function* (orga
     RETURNING run_id`.pipe(Effect.orDie)
   return rows.length > 0
 })
+
+/**
+ * Asks every job of the session (e.g. a pull request's reviews) in `statuses` to stop, as
+ * `requestCancel` does one; answers how many were still going. In the caller's transaction.
+ */
+export const requestSessionCancel = Effect.fn("RunQueue.requestSessionCancel")(function* (
+  organizationId: string,
+  sessionKey: string,
+  statuses: ReadonlyArray<"QUEUED" | "RUNNING">
+) {
+  const sql = yield* SqlClient.SqlClient
+  if (statuses.length === 0) return 0
+  const rows = yield* sql<{ run_id: string }>`
+    UPDATE jobs SET cancel_requested_at = now(), updated_at = now()
+    WHERE organization_id = ${organizationId} AND session_key = ${sessionKey}
+      AND status IN ${sql.in(statuses)} AND cancel_requested_at IS NULL
+    RETURNING run_id`.pipe(Effect.orDie)
+  return rows.length
+})

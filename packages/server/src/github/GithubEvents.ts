@@ -1,6 +1,7 @@
 /**
  * The parts of GitHub's webhook payloads the inbox consumer reads (issue 8; GitHub's documented
- * `installation`, `installation_repositories` and `pull_request` events), as Schemas: a payload
+ * `installation`, `installation_repositories`, `pull_request`, `pull_request_review_comment`,
+ * `issue_comment` and `push` events), as Schemas: a payload
  * that lacks them fails its decoding and the delivery is recorded as ignored with the reason,
  * instead of being half-applied. Unknown fields are kept out of the decoded value.
  */
@@ -77,3 +78,47 @@ export const PullRequestReviewCommentEvent = Schema.Struct({
   repository: EventRepository
 })
 export type PullRequestReviewCommentEvent = typeof PullRequestReviewCommentEvent.Type
+
+/**
+ * A conversation comment on an issue or a pull request (GitHub sends pull requests' as issue
+ * comments): `issue.pull_request` is present only on a pull request's. `author_association` is
+ * kept as a string so that a value GitHub adds later is refused by the caller, not undecodable.
+ */
+export const IssueCommentEvent = Schema.Struct({
+  action: Schema.String,
+  issue: Schema.Struct({
+    number: Schema.Int,
+    title: Schema.String,
+    state: Schema.optional(Schema.Literals(["open", "closed"])),
+    user: Schema.NullOr(Schema.Struct({ login: Schema.String })),
+    pull_request: Schema.optional(Schema.Struct({ merged_at: Schema.optional(Schema.NullOr(Schema.String)) }))
+  }),
+  comment: Schema.Struct({
+    id: Schema.Int,
+    body: Schema.String,
+    author_association: Schema.String,
+    user: Schema.NullOr(Schema.Struct({ login: Schema.String, type: Schema.optional(Schema.String) }))
+  }),
+  repository: EventRepository
+})
+export type IssueCommentEvent = typeof IssueCommentEvent.Type
+
+const CommitSha = Schema.String.pipe(Schema.check(Schema.isPattern(/^[0-9a-f]{40}([0-9a-f]{24})?$/)))
+
+/**
+ * A push: `ref` is `refs/heads/<branch>` or `refs/tags/<tag>`, `after` the ref's new head (zeros
+ * when `deleted`). The repository's `pushed_at` is epoch seconds in push events (a date-time string
+ * elsewhere); GitHub documents both.
+ */
+export const PushEvent = Schema.Struct({
+  ref: Schema.String,
+  before: Schema.String,
+  after: CommitSha,
+  deleted: Schema.Boolean,
+  repository: Schema.Struct({
+    ...EventRepository.fields,
+    default_branch: Schema.String,
+    pushed_at: Schema.optional(Schema.NullOr(Schema.Union([Schema.Number, Schema.String])))
+  })
+})
+export type PushEvent = typeof PushEvent.Type

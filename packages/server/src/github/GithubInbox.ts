@@ -16,6 +16,22 @@
  *   newer push supersedes a review still queued: only the newest head is reviewed), and the
  *   Scheduler is woken after the commit. A pull request over max_changed_files gets one short
  *   comment saying so instead (a `github.pr_comment` effect on `bosun-effects`, GithubEffects).
+ *   The pull request's review status becomes QUEUED, or SKIPPED when the pull request itself is
+ *   left out (paused repository, draft, excluded author, too many files); a review_on_* switch
+ *   that is off leaves it as it was. Closed (merged or not) asks its queued or running review to
+ *   stop (`requestSessionCancel`); converted_to_draft does so for a queued one when review_drafts is off.
+ * - `issue_comment` created on a pull request by a person, mentioning `@<app slug>` and a command
+ *   (the first mention with a known one; quoted `>` lines and fenced code are not read, so quoting
+ *   a command repeats nothing): only OWNER, MEMBER and COLLABORATOR may give one, others get a
+ *   comment saying so. `review` queues a review of the pull request's head as GitHub answers it
+ *   now (GitHub unreachable fails the delivery, which is retried), whatever review_on_*, drafts
+ *   or excluded_authors say — but not on a paused repository (a comment says how to resume) nor
+ *   over max_changed_files (the notice says why). `pause` / `resume` switch the repository's `enabled` and confirm in a
+ *   comment; an unknown command gets the list of commands. Each delivery posts at most one comment
+ *   (its idempotency key is the delivery's). Comments on issues and bots' comments do nothing.
+ * - `push` to the repository's default branch records the branch and its new head, which deep
+ *   scans pin to (a push older than the one recorded changes nothing); other branches, tags and
+ *   deleted branches are ignored.
  * - `pull_request_review_comment` created as a person's reply in the thread of a Bosun finding:
  *   the finding is answered, so it is dismissed and never raised again (its reason keeps the
  *   reply's first words). Replies by bots (Bosun's own included) change nothing. GitHub sends no
@@ -24,30 +40,37 @@
  * A payload that lacks what its event needs is recorded as ignored with the decoding's message.
  * A database failure fails the message, which the queue retries and finally dead-letters.
  */
-import { enqueueRun } from "@bosun/actors/jobs/RunQueue"
+
+import { enqueueRun, requestSessionCancel } from "@bosun/actors/jobs/RunQueue"
 import { wakeScheduler } from "@bosun/actors/scheduler/SchedulerEntity"
-import { Effect, Layer, Option, Schema } from "effect"
+import type { Repository } from "@bosun/domain"
+import { Duration, Effect, Layer, Option, Schema } from "effect"
 import { Sharding } from "effect/cluster"
 import { SqlClient } from "effect/sql"
 import { GITHUB_DELIVERY_KIND } from "../http/GithubWebhooksHttp.ts"
 import { ConfigurationRepo } from "../persistence/ConfigurationRepo.ts"
+import { GithubAppsRepo } from "../persistence/GithubAppsRepo.ts"
 import { GithubDeliveriesRepo, type GithubDelivery } from "../persistence/GithubDeliveriesRepo.ts"
 import { Migrator } from "../persistence/Migrator.ts"
 import { OrganizationsRepo } from "../persistence/OrganizationsRepo.ts"
 import { PullRequestsRepo } from "../persistence/PullRequestsRepo.ts"
 import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
 import { ReviewFindingsRepo } from "../persistence/ReviewFindingsRepo.ts"
-import { decideReview } from "../review/ReviewPolicy.ts"
+import { GitHubPulls } from "../providers/GitHubPulls.ts"
+import { decideReview, type ReviewEvent } from "../review/ReviewPolicy.ts"
 import { Outbox } from "../storage/Outbox.ts"
 import { Queues } from "../storage/Queue.ts"
 import { REVIEW } from "../workflows/ReviewWorkflow.ts"
 import { GITHUB_PR_COMMENT } from "./GithubEffects.ts"
 import {
+  type EventRepository,
   InstallationEvent,
   InstallationRepositoriesEvent,
   type InstallationRepository,
+  IssueCommentEvent,
   PullRequestEvent,
   PullRequestReviewCommentEvent,
+  PushEvent,
   splitFullName
 } from "./GithubEvents.ts"
 
@@ -55,11 +78,86 @@ const DeliveryPointer = Schema.Struct({ delivery_id: Schema.String })
 
 const REVIEW_ACTIONS = new Set(["opened", "reopened", "synchronize", "ready_for_review"])
 
+/** GitHub's author associations of people with write access to the repository. */
+const COMMANDERS: ReadonlySet<string> = new Set(["OWNER", "MEMBER", "COLLABORATOR"])
+
+/** Holding a transaction open on a GitHub call is bounded: past this the delivery fails and is retried. */
+const GITHUB_CALL_TIMEOUT = Duration.seconds(20)
+
 const tooManyFilesNotice = (changed: number, limit: number) =>
   `Bosun did not review this pull request: it changes ${changed} files, over this repository's limit of ${limit} (review_policy.max_changed_files). Split it, or raise the limit and push again.`
 
+const commandList = (slug: string) =>
+  `\`@${slug} review\` reviews this pull request now, \`@${slug} pause\` pauses Bosun's reviews of this repository, \`@${slug} resume\` resumes them.`
+
+const notices = {
+  help: (slug: string, word: string) =>
+    `${word === "" ? `Bosun needs a command after \`@${slug}\`.` : `Bosun does not know the command \`${word}\`.`} ${commandList(slug)}`,
+  refused: (slug: string, login: string, association: string) =>
+    `@${login}, only the repository's owners, organization members and collaborators can give \`@${slug}\` commands (GitHub lists you as ${association}).`,
+  paused: (slug: string) =>
+    `Bosun's reviews are paused for this repository, so this pull request was not reviewed. Comment \`@${slug} resume\` to resume them.`,
+  closed: () => "Bosun reviews open pull requests only; this one is closed.",
+  pauseDone: (slug: string, login: string, already: boolean) =>
+    `${already ? "Bosun's reviews of this repository were already paused" : `Bosun paused its reviews of this repository, as @${login} asked`}. Comment \`@${slug} resume\` to resume them.`,
+  resumeDone: (login: string, already: boolean) =>
+    already
+      ? "Bosun's reviews of this repository were not paused; nothing changed."
+      : `Bosun resumed its reviews of this repository, as @${login} asked.`
+}
+
+export type Command = "review" | "pause" | "resume"
+const COMMANDS: ReadonlySet<string> = new Set<Command>(["review", "pause", "resume"])
+const isCommand = (word: string): word is Command => COMMANDS.has(word)
+
+export type Mention =
+  | { readonly _tag: "Command"; readonly command: Command }
+  | { readonly _tag: "Unknown"; readonly word: string }
+
+/**
+ * What a comment asks of `@slug`: the first mention followed by a known command (any case), else
+ * the word after the first mention ("" when none follows); None without a mention. Quoted lines
+ * (`>`) and fenced code blocks are not read: quoting or pasting a command gives none.
+ */
+export const parseMention = (body: string, slug: string): Option.Option<Mention> => {
+  const escaped = slug.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+  const mention = new RegExp(`(?<![\\w@/.-])@${escaped}(?![\\w-])(?:[ \\t]+([A-Za-z][\\w-]*))?`, "gi")
+  let fenced = false
+  let first: Option.Option<Mention> = Option.none()
+  for (const line of body.split(/\r?\n/)) {
+    const trimmed = line.trimStart()
+    if (/^(```|~~~)/.test(trimmed)) {
+      fenced = !fenced
+      continue
+    }
+    if (fenced || trimmed.startsWith(">")) continue
+    for (const match of trimmed.matchAll(mention)) {
+      const word = (match[1] ?? "").toLowerCase()
+      if (isCommand(word)) return Option.some({ _tag: "Command", command: word })
+      if (Option.isNone(first)) first = Option.some({ _tag: "Unknown", word })
+    }
+  }
+  return first
+}
+
+const reviewKey = (repositoryId: string, number: number) => `review:${repositoryId}:${number}`
+
+/** The review_policy with every review_on_* switch on: what is left decides on the pull request itself. */
+const everyEventOn = <P extends Record<string, unknown>>(policy: P): P => ({
+  ...policy,
+  review_on_open: true,
+  review_on_reopen: true,
+  review_on_push: true,
+  review_on_ready: true
+})
+
 /** What processing a delivery came to: null when it was applied, else why it was not. */
 type Outcome = string | null
+
+/** Set while processing a delivery that queued or cancelled work: the Scheduler is woken once it committed. */
+interface WakeFlag {
+  wake: boolean
+}
 
 export const GithubInboxLive = Layer.effectDiscard(
   Effect.gen(function* () {
@@ -73,6 +171,8 @@ export const GithubInboxLive = Layer.effectDiscard(
     const pullRequests = yield* PullRequestsRepo
     const configurations = yield* ConfigurationRepo
     const findings = yield* ReviewFindingsRepo
+    const apps = yield* GithubAppsRepo
+    const pulls = yield* GitHubPulls
     const wake = Effect.provideService(wakeScheduler, Sharding.Sharding, yield* Sharding.Sharding)
 
     const decodeFailure = (event: string) => (error: Schema.SchemaError) =>
@@ -95,6 +195,86 @@ export const GithubInboxLive = Layer.effectDiscard(
           }),
         { discard: true }
       )
+
+    /** The organization's repository for the event's, recorded from the payload when it has none yet. */
+    const repositoryOf = (organizationId: string, repository: typeof EventRepository.Type) =>
+      Effect.flatMap(repositories.findByGithubId(organizationId, repository.id), (found) =>
+        Option.isSome(found)
+          ? Effect.succeed(found.value)
+          : repositories.upsert(organizationId, {
+              githubRepositoryId: repository.id,
+              owner: repository.owner.login,
+              name: repository.name,
+              defaultBranch: repository.default_branch ?? "main"
+            })
+      )
+
+    /** One conversation comment on the pull request, posted after the commit by GithubEffects. */
+    const postComment = (
+      organizationId: string,
+      repository: Repository,
+      number: number,
+      idempotencyKey: string,
+      body: string
+    ) =>
+      outbox
+        .write("bosun-effects", GITHUB_PR_COMMENT, {
+          organization_id: organizationId,
+          owner: repository.owner,
+          name: repository.name,
+          number,
+          idempotency_key: idempotencyKey,
+          body
+        })
+        .pipe(Effect.asVoid, Effect.orDie, Effect.provideService(SqlClient.SqlClient, sql))
+
+    const queueReview = (
+      organizationId: string,
+      repository: Repository,
+      pr: { readonly number: number; readonly headSha: string; readonly baseSha: string },
+      inputSnapshot: Readonly<Record<string, unknown>>,
+      flag: WakeFlag
+    ) =>
+      Effect.gen(function* () {
+        const key = reviewKey(repository.id, pr.number)
+        yield* enqueueRun({
+          organizationId,
+          repositoryId: repository.id,
+          workflowType: REVIEW,
+          lane: "REVIEW",
+          sessionKey: key,
+          batchKey: key,
+          headSha: pr.headSha,
+          baseSha: pr.baseSha,
+          pullRequestNumber: pr.number,
+          inputSnapshot
+        }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+        yield* pullRequests.setReviewStatus(
+          organizationId,
+          { repositoryId: repository.id, number: pr.number },
+          "QUEUED"
+        )
+        flag.wake = true
+      })
+
+    /**
+     * Asks the pull request's reviews in `statuses` to stop (the Scheduler drops a queued one, a
+     * running attempt stops its agent); answers how many were still going.
+     */
+    const cancelReviews = (
+      organizationId: string,
+      repositoryId: string,
+      number: number,
+      statuses: ReadonlyArray<"QUEUED" | "RUNNING">,
+      flag: WakeFlag
+    ) =>
+      Effect.gen(function* () {
+        const count = yield* requestSessionCancel(organizationId, reviewKey(repositoryId, number), statuses).pipe(
+          Effect.provideService(SqlClient.SqlClient, sql)
+        )
+        if (count > 0) flag.wake = true
+        return count
+      })
 
     const installation = (delivery: GithubDelivery) =>
       Schema.decodeUnknownEffect(InstallationEvent)(delivery.payload).pipe(
@@ -143,22 +323,14 @@ export const GithubInboxLive = Layer.effectDiscard(
         Effect.catchTag("SchemaError", decodeFailure("installation_repositories"))
       )
 
-    /** `queued` is set when the delivery queued a run: the Scheduler is woken once it committed. */
-    const pullRequest = (delivery: GithubDelivery, flag: { queued: boolean }) =>
+    const pullRequest = (delivery: GithubDelivery, flag: WakeFlag) =>
       Schema.decodeUnknownEffect(PullRequestEvent)(delivery.payload).pipe(
         Effect.flatMap(
           Effect.fnUntraced(function* (event): Effect.fn.Return<Outcome> {
             const org = delivery.organizationId
-            const found = yield* repositories.findByGithubId(org, event.repository.id)
-            const repository = Option.isSome(found)
-              ? found.value
-              : yield* repositories.upsert(org, {
-                  githubRepositoryId: event.repository.id,
-                  owner: event.repository.owner.login,
-                  name: event.repository.name,
-                  defaultBranch: event.repository.default_branch ?? "main"
-                })
+            const repository = yield* repositoryOf(org, event.repository)
             const pr = event.pull_request
+            const ref = { repositoryId: repository.id, number: pr.number }
             yield* pullRequests.upsert(org, {
               repositoryId: repository.id,
               number: pr.number,
@@ -166,47 +338,180 @@ export const GithubInboxLive = Layer.effectDiscard(
               authorLogin: pr.user?.login ?? null,
               state: pr.state === "open" ? "OPEN" : pr.merged === true ? "MERGED" : "CLOSED"
             })
+            if (event.action === "closed") {
+              // Nothing is left to review; a review that still publishes sets REVIEWED after this.
+              const cancelled = yield* cancelReviews(org, repository.id, pr.number, ["QUEUED", "RUNNING"], flag)
+              if (cancelled > 0) yield* pullRequests.setReviewStatus(org, ref, "SKIPPED")
+              return null
+            }
+            if (event.action === "converted_to_draft") {
+              const policy = (yield* configurations.effective(org, repository.id)).review_policy
+              if (policy.review_drafts) return null
+              // A running review is left to finish: the head it reviews was ready when it started.
+              const cancelled = yield* cancelReviews(org, repository.id, pr.number, ["QUEUED"], flag)
+              if (cancelled > 0) yield* pullRequests.setReviewStatus(org, ref, "SKIPPED")
+              return null
+            }
             if (pr.state !== "open" || !REVIEW_ACTIONS.has(event.action)) return null
             const policy = (yield* configurations.effective(org, repository.id)).review_policy
-            const decision = decideReview(policy, {
+            const facts: ReviewEvent = {
               action: event.action,
               draft: pr.draft ?? false,
               authorLogin: pr.user?.login ?? null,
               repositoryEnabled: repository.enabled
-            })
-            if (!decision.review) return `no review: ${decision.reason}`
+            }
+            const decision = decideReview(policy, facts)
+            if (!decision.review) {
+              // Left out for what it is (paused, draft, excluded author): SKIPPED. A review_on_* switch
+              // that is off only says this event starts none: a push after a review keeps REVIEWED.
+              if (!decideReview(everyEventOn(policy), facts).review) {
+                yield* pullRequests.setReviewStatus(org, ref, "SKIPPED")
+              }
+              return `no review: ${decision.reason}`
+            }
             const changedFiles = pr.changed_files ?? 0
             if (changedFiles > policy.max_changed_files) {
-              yield* outbox
-                .write("bosun-effects", GITHUB_PR_COMMENT, {
-                  organization_id: org,
-                  owner: repository.owner,
-                  name: repository.name,
-                  number: pr.number,
-                  idempotency_key: `github.pr_comment:too_many_files:${repository.id}:${pr.number}:${pr.head.sha}`,
-                  body: tooManyFilesNotice(changedFiles, policy.max_changed_files)
-                })
-                .pipe(Effect.orDie, Effect.provideService(SqlClient.SqlClient, sql))
+              yield* postComment(
+                org,
+                repository,
+                pr.number,
+                `github.pr_comment:too_many_files:${repository.id}:${pr.number}:${pr.head.sha}`,
+                tooManyFilesNotice(changedFiles, policy.max_changed_files)
+              )
+              yield* pullRequests.setReviewStatus(org, ref, "SKIPPED")
               return `no review: ${changedFiles} changed files are over max_changed_files (${policy.max_changed_files}); a notice was posted`
             }
-            const key = `review:${repository.id}:${pr.number}`
-            yield* enqueueRun({
-              organizationId: org,
-              repositoryId: repository.id,
-              workflowType: REVIEW,
-              lane: "REVIEW",
-              sessionKey: key,
-              batchKey: key,
-              headSha: pr.head.sha,
-              baseSha: pr.base.sha,
-              pullRequestNumber: pr.number,
-              inputSnapshot: { trigger: event.action, delivery_id: delivery.deliveryId }
-            }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
-            flag.queued = true
+            yield* queueReview(
+              org,
+              repository,
+              { number: pr.number, headSha: pr.head.sha, baseSha: pr.base.sha },
+              { trigger: event.action, delivery_id: delivery.deliveryId },
+              flag
+            )
             return null
           })
         ),
         Effect.catchTag("SchemaError", decodeFailure("pull_request"))
+      )
+
+    const issueComment = (delivery: GithubDelivery, flag: WakeFlag) =>
+      Schema.decodeUnknownEffect(IssueCommentEvent)(delivery.payload).pipe(
+        Effect.flatMap(
+          Effect.fnUntraced(function* (event): Effect.fn.Return<Outcome> {
+            const org = delivery.organizationId
+            if (event.action !== "created") return `issue_comment ${event.action} gives no command`
+            if (event.issue.pull_request === undefined)
+              return "a comment on an issue, not a pull request: commands are read on pull requests only"
+            const author = event.comment.user
+            // Bosun's own comments quote its commands: a bot never gives one, or they would loop.
+            if (author === null || author.type === "Bot" || author.login.toLowerCase().endsWith("[bot]"))
+              return "a bot's comment gives no command"
+            const found = yield* apps.slug(org)
+            if (Option.isNone(found)) return "the organization has no GitHub App to mention"
+            const slug = found.value
+            const mention = parseMention(event.comment.body, slug)
+            if (Option.isNone(mention)) return `the comment does not mention @${slug} with a command`
+            const repository = yield* repositoryOf(org, event.repository)
+            const number = event.issue.number
+            const reply = (body: string) =>
+              postComment(org, repository, number, `github.pr_comment:command:${delivery.deliveryId}`, body)
+            if (mention.value._tag === "Unknown") {
+              yield* reply(notices.help(slug, mention.value.word))
+              return `@${slug} ${mention.value.word === "" ? "without a command" : `${mention.value.word} is no command`}; the commands were posted`
+            }
+            const command = mention.value.command
+            const association = event.comment.author_association
+            if (!COMMANDERS.has(association)) {
+              yield* reply(notices.refused(slug, author.login, association))
+              return `${author.login} (${association}) may not give @${slug} ${command}; a refusal was posted`
+            }
+            switch (command) {
+              case "pause":
+              case "resume": {
+                const enabled = command === "resume"
+                yield* repositories.setEnabled(org, repository.id, enabled)
+                const already = repository.enabled === enabled
+                yield* reply(
+                  enabled ? notices.resumeDone(author.login, already) : notices.pauseDone(slug, author.login, already)
+                )
+                return null
+              }
+              case "review": {
+                yield* pullRequests.upsert(org, {
+                  repositoryId: repository.id,
+                  number,
+                  title: event.issue.title,
+                  authorLogin: event.issue.user?.login ?? null,
+                  state:
+                    event.issue.state !== "closed"
+                      ? "OPEN"
+                      : (event.issue.pull_request.merged_at ?? null) !== null
+                        ? "MERGED"
+                        : "CLOSED"
+                })
+                const ref = { repositoryId: repository.id, number }
+                if (!repository.enabled) {
+                  yield* pullRequests.setReviewStatus(org, ref, "SKIPPED")
+                  yield* reply(notices.paused(slug))
+                  return "no review: reviews are paused for this repository; a notice was posted"
+                }
+                // The head as it is now, not as of the comment; GitHub unreachable fails the delivery,
+                // which the queue retries (the transaction rolls back, nothing is half-done).
+                const details = yield* pulls
+                  .details({
+                    organizationId: org,
+                    repository: { owner: repository.owner, name: repository.name },
+                    number
+                  })
+                  .pipe(Effect.timeout(GITHUB_CALL_TIMEOUT), Effect.orDie)
+                if (details.state === "closed") {
+                  yield* reply(notices.closed())
+                  return "no review: the pull request is closed; a notice was posted"
+                }
+                const limit = (yield* configurations.effective(org, repository.id)).review_policy.max_changed_files
+                if (details.changedFiles > limit) {
+                  yield* pullRequests.setReviewStatus(org, ref, "SKIPPED")
+                  yield* reply(tooManyFilesNotice(details.changedFiles, limit))
+                  return `no review: ${details.changedFiles} changed files are over max_changed_files (${limit}); a notice was posted`
+                }
+                yield* queueReview(
+                  org,
+                  repository,
+                  { number, headSha: details.headSha, baseSha: details.baseSha },
+                  { trigger: "command", delivery_id: delivery.deliveryId, requested_by: author.login },
+                  flag
+                )
+                return null
+              }
+            }
+          })
+        ),
+        Effect.catchTag("SchemaError", decodeFailure("issue_comment"))
+      )
+
+    const push = (delivery: GithubDelivery) =>
+      Schema.decodeUnknownEffect(PushEvent)(delivery.payload).pipe(
+        Effect.flatMap(
+          Effect.fnUntraced(function* (event): Effect.fn.Return<Outcome> {
+            const branch = event.repository.default_branch
+            if (event.ref !== `refs/heads/${branch}`)
+              return `a push to ${event.ref}, not to the default branch ${branch}`
+            if (event.deleted) return `the push deleted the default branch ${branch}`
+            const org = delivery.organizationId
+            const repository = yield* repositoryOf(org, event.repository)
+            const pushedAt = event.repository.pushed_at
+            const recorded = yield* repositories.setDefaultBranchHead(org, repository.id, {
+              branch,
+              sha: event.after,
+              pushedAt:
+                pushedAt === undefined || pushedAt === null
+                  ? null
+                  : new Date(typeof pushedAt === "number" ? pushedAt * 1000 : pushedAt)
+            })
+            return recorded ? null : `a newer push to ${branch} is already recorded`
+          })
+        ),
+        Effect.catchTag("SchemaError", decodeFailure("push"))
       )
 
     const reviewComment = (delivery: GithubDelivery) =>
@@ -225,7 +530,7 @@ export const GithubInboxLive = Layer.effectDiscard(
         Effect.catchTag("SchemaError", decodeFailure("pull_request_review_comment"))
       )
 
-    const process = (delivery: GithubDelivery, flag: { queued: boolean }): Effect.Effect<Outcome> => {
+    const process = (delivery: GithubDelivery, flag: WakeFlag): Effect.Effect<Outcome> => {
       switch (delivery.event) {
         case "installation":
           return installation(delivery)
@@ -233,6 +538,10 @@ export const GithubInboxLive = Layer.effectDiscard(
           return installationRepositories(delivery)
         case "pull_request":
           return pullRequest(delivery, flag)
+        case "issue_comment":
+          return issueComment(delivery, flag)
+        case "push":
+          return push(delivery)
         case "pull_request_review_comment":
           return reviewComment(delivery)
         default:
@@ -243,7 +552,7 @@ export const GithubInboxLive = Layer.effectDiscard(
     const handleDelivery = Effect.fn("GithubInbox.handleDelivery")(function* (payload: unknown) {
       const pointer = yield* Schema.decodeUnknownEffect(DeliveryPointer)(payload).pipe(Effect.orDie)
       // Per delivery: the consumer handles several deliveries at once.
-      const flag = { queued: false }
+      const flag: WakeFlag = { wake: false }
       // Applied and marked in one transaction, the row locked: a crash between the two, or a
       // second consumer with the same wake-up, would otherwise apply it twice.
       yield* outbox
@@ -266,7 +575,7 @@ export const GithubInboxLive = Layer.effectDiscard(
           })
         )
         .pipe(Effect.orDie)
-      if (flag.queued) yield* wake
+      if (flag.wake) yield* wake
     })
 
     yield* migrator.awaitReady.pipe(

@@ -39,8 +39,10 @@ export const GITHUB_WEBHOOK_PATH = "/api/v1/github/webhooks"
 export const HANDLED_GITHUB_EVENTS: ReadonlySet<string> = new Set([
   "installation",
   "installation_repositories",
+  "issue_comment",
   "pull_request",
-  "pull_request_review_comment"
+  "pull_request_review_comment",
+  "push"
 ])
 
 /** The outbox kind of a delivery for the inbox consumer. */

@@ -40,6 +40,16 @@ export class RepositoriesRepo extends Context.Service<
         readonly defaultBranch: string
       }
     ) => Effect.Effect<Repository>
+    /**
+     * Records the default branch's name and head from a push to it (deep scans pin to the head);
+     * a push older than the one recorded (`pushedAt`, GitHub's time of the push; now when null)
+     * changes nothing. True when recorded.
+     */
+    readonly setDefaultBranchHead: (
+      organizationId: string,
+      repositoryId: string,
+      head: { readonly branch: string; readonly sha: string; readonly pushedAt: Date | null }
+    ) => Effect.Effect<boolean>
   }
 >()("bosun/server/persistence/RepositoriesRepo") {
   static readonly layer = Layer.effect(
@@ -104,7 +114,20 @@ export class RepositoriesRepo extends Context.Service<
             RETURNING ${columns}`.pipe(Effect.orDie)
           if (row === undefined) return yield* Effect.die(new Error("repository upsert returned no row"))
           return row
-        })
+        }),
+        setDefaultBranchHead: Effect.fn("RepositoriesRepo.setDefaultBranchHead")(
+          function* (organizationId, repositoryId, head) {
+            const rows = yield* sql<{ id: string }>`
+            WITH pushed AS (SELECT coalesce(${head.pushedAt}::timestamptz, now()) AS at)
+            UPDATE repositories SET default_branch = ${head.branch}, default_branch_sha = ${head.sha},
+                                    default_branch_pushed_at = pushed.at, updated_at = now()
+            FROM pushed
+            WHERE organization_id = ${organizationId} AND id = ${repositoryId}
+              AND (default_branch_pushed_at IS NULL OR default_branch_pushed_at <= pushed.at)
+            RETURNING id`.pipe(Effect.orDie)
+            return rows.length > 0
+          }
+        )
       })
     })
   )

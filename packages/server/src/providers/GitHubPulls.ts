@@ -30,6 +30,8 @@ export interface PullDetails {
   readonly body: string
   readonly draft: boolean
   readonly state: "open" | "closed"
+  /** How many files the pull request changes, as GitHub counts them. */
+  readonly changedFiles: number
 }
 
 /** An inline comment of a review: `line` (and `startLine` for a range) on `side` of the diff. */
@@ -190,7 +192,8 @@ export class GitHubPulls extends Context.Service<
           baseSha: data.base.sha,
           body: data.body ?? "",
           draft: data.draft ?? false,
-          state: data.state === "closed" ? "closed" : "open"
+          state: data.state === "closed" ? "closed" : "open",
+          changedFiles: data.changed_files
         } satisfies PullDetails
       })
 

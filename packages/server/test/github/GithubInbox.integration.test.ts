@@ -169,7 +169,7 @@ layer(layerTestServer(), { excludeTestServices: true })("the GitHub inbox", (it)
       assert.strictEqual(pr?.author_login, "dev-anna")
       assert.strictEqual(pr?.state, "OPEN")
       assert.strictEqual(pr?.repository, "acme-two/api")
-      assert.strictEqual(pr?.review_status, "NOT_REVIEWED")
+      assert.strictEqual(pr?.review_status, "QUEUED")
       assert.deepStrictEqual([pr?.open_findings, pr?.resolved_findings], [0, 0])
 
       const edited = yield* send(

@@ -183,37 +183,41 @@ layer(Pulls, { excludeTestServices: true })("GitHubPulls", (it) => {
         })
     )
 
-    it.effect("details reads title, head, base, description, draft and state; a missing description reads empty", () =>
-      Effect.gen(function* () {
-        const fake = yield* openPull(2)
-        fake.setPull("acme/api", { number: 2, draft: true })
-        const pulls = yield* GitHubPulls
+    it.effect(
+      "details reads title, head, base, description, draft, state and the changed files count; a missing description reads empty",
+      () =>
+        Effect.gen(function* () {
+          const fake = yield* openPull(2)
+          fake.setPull("acme/api", { number: 2, draft: true })
+          const pulls = yield* GitHubPulls
 
-        assert.deepStrictEqual(yield* pulls.details(pr(2)), {
-          title: "Feature 2",
-          headSha: HEAD,
-          baseSha: BASE,
-          body: "Describes feature 2",
-          draft: true,
-          state: "open"
-        })
+          assert.deepStrictEqual(yield* pulls.details(pr(2)), {
+            title: "Feature 2",
+            headSha: HEAD,
+            baseSha: BASE,
+            body: "Describes feature 2",
+            draft: true,
+            state: "open",
+            changedFiles: REVIEW_FILES.length
+          })
 
-        fake.setPull("acme/api", {
-          number: 2,
-          head: { sha: "c".repeat(40), ref: "feature-2" },
-          title: "Feature 2, renamed",
-          body: null,
-          state: "closed"
+          fake.setPull("acme/api", {
+            number: 2,
+            head: { sha: "c".repeat(40), ref: "feature-2" },
+            title: "Feature 2, renamed",
+            body: null,
+            state: "closed"
+          })
+          assert.deepStrictEqual(yield* pulls.details(pr(2)), {
+            title: "Feature 2, renamed",
+            headSha: "c".repeat(40),
+            baseSha: BASE,
+            body: "",
+            draft: true,
+            state: "closed",
+            changedFiles: REVIEW_FILES.length
+          })
         })
-        assert.deepStrictEqual(yield* pulls.details(pr(2)), {
-          title: "Feature 2, renamed",
-          headSha: "c".repeat(40),
-          baseSha: BASE,
-          body: "",
-          draft: true,
-          state: "closed"
-        })
-      })
     )
 
     it.effect("a pull request GitHub does not have fails NotFound, naming the endpoint and status", () =>
