@@ -10,12 +10,12 @@ import fc from "fast-check"
 import { leadingBatches } from "../src/attempt/LeadingBatches.ts"
 
 /** Feeds a stream from a queue and records every batch it emits, as it emits it. */
-const harness = (maxSize: number) =>
+const harness = (maxSize: number, final?: (event: string) => boolean) =>
   Effect.gen(function* () {
     const input = yield* Queue.unbounded<string, Cause.Done>()
     const emitted = yield* Ref.make<ReadonlyArray<ReadonlyArray<string>>>([])
     const fiber = yield* Stream.fromQueue(input).pipe(
-      leadingBatches(maxSize, "1 second"),
+      leadingBatches(maxSize, "1 second", final === undefined ? {} : { final }),
       Stream.runForEach((batch) => Ref.update(emitted, (all) => [...all, batch])),
       Effect.forkChild
     )
@@ -48,6 +48,38 @@ describe("leadingBatches", () => {
       assert.deepStrictEqual(yield* h.emitted, [["a"]], "held until a full interval since the last flush")
       yield* TestClock.adjust("100 millis")
       assert.deepStrictEqual(yield* h.emitted, [["a"], ["b", "c"]])
+    })
+  )
+
+  it.effect(
+    "a final event inside the interval goes out at once with what was gathered, not at the interval's end",
+    () =>
+      Effect.gen(function* () {
+        const h = yield* harness(100, (event) => event === "run.finished")
+        yield* Queue.offer(h.input, "run.started")
+        yield* h.settle
+        yield* TestClock.adjust("100 millis")
+        yield* Queue.offer(h.input, "agent.step")
+        yield* h.settle
+        yield* TestClock.adjust("200 millis")
+        assert.deepStrictEqual(yield* h.emitted, [["run.started"]], "an ordinary event still waits")
+        yield* Queue.offer(h.input, "run.finished")
+        yield* h.settle
+        assert.deepStrictEqual(yield* h.emitted, [["run.started"], ["agent.step", "run.finished"]])
+      })
+  )
+
+  it.effect("a stream that ends inside the interval emits its last batch at once", () =>
+    Effect.gen(function* () {
+      const h = yield* harness(100)
+      yield* Queue.offer(h.input, "a")
+      yield* h.settle
+      yield* Queue.offer(h.input, "b")
+      yield* h.settle
+      yield* Queue.end(h.input)
+      yield* h.settle
+      assert.deepStrictEqual(yield* h.emitted, [["a"], ["b"]])
+      yield* Fiber.join(h.fiber)
     })
   )
 

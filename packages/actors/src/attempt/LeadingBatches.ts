@@ -7,29 +7,46 @@
  * written and fanned out. Here a batch is emitted at once when the last one went out more than an
  * interval ago; only events that keep arriving inside the interval are gathered, and they go out
  * when it ends or when `maxSize` of them are waiting. The database therefore still sees at most one
- * write per interval from a busy attempt, and a quiet one answers at the speed of its events.
+ * write per interval from a busy attempt, and a quiet one answers at the speed of its events. An
+ * element marked final (the run's end) is not held either: the attempt's execute step ends as
+ * soon as its run did.
  */
-import { Clock, Duration, Effect, Queue, Stream } from "effect"
+import { Clock, Duration, Effect, Exit, Option, Queue, Stream } from "effect"
+
+export interface LeadingBatchesOptions<A> {
+  /**
+   * An element after which nothing is worth waiting for (the run's end): a batch holding one goes
+   * out at once instead of at the end of the interval.
+   */
+  readonly final?: (element: A) => boolean
+}
 
 export const leadingBatches =
-  (maxSize: number, interval: Duration.Input) =>
-  <A, E, R>(self: Stream.Stream<A, E, R>): Stream.Stream<ReadonlyArray<A>, E, R> =>
+  <A>(maxSize: number, interval: Duration.Input, options: LeadingBatchesOptions<A> = {}) =>
+  <E, R>(self: Stream.Stream<A, E, R>): Stream.Stream<ReadonlyArray<A>, E, R> =>
     Stream.unwrap(
       Effect.gen(function* () {
         const limit = Math.max(1, Math.floor(maxSize))
         const intervalMillis = Duration.toMillis(interval)
+        const final = options.final ?? (() => false)
         const queue = yield* Stream.toQueue(self, { capacity: limit * 2 })
         let lastEmit = Number.NEGATIVE_INFINITY
 
         const next = Effect.gen(function* () {
           const batch = Array.from(yield* Queue.takeBetween(queue, 1, limit))
-          const wait = lastEmit + intervalMillis - (yield* Clock.currentTimeMillis)
-          if (wait > 0 && batch.length < limit) {
-            yield* Effect.sleep(Duration.millis(wait))
-            // Without waiting: a take of 0..n answers [] at once even when messages are queued, and
-            // an ended stream's last messages are still counted by size (the next pull ends it).
-            const rest = (yield* Queue.size(queue)) > 0 ? yield* Queue.takeBetween(queue, 1, limit - batch.length) : []
-            batch.push(...rest)
+          const deadline = lastEmit + intervalMillis
+          // Inside the interval, gather what arrives until it ends, the batch is full, or the final
+          // element came. A take that fails (the stream ended or failed) ends the gathering: the
+          // batch goes out, and the next pull meets the end or the failure.
+          while (batch.length < limit && !batch.some(final)) {
+            const wait = deadline - (yield* Clock.currentTimeMillis)
+            if (wait <= 0) break
+            const more = yield* Queue.takeBetween(queue, 1, limit - batch.length).pipe(
+              Effect.timeoutOption(Duration.millis(wait)),
+              Effect.exit
+            )
+            if (Exit.isFailure(more) || Option.isNone(more.value)) break
+            batch.push(...more.value.value)
           }
           lastEmit = yield* Clock.currentTimeMillis
           return [batch] as const
