@@ -8,8 +8,8 @@
  * interval ago; only events that keep arriving inside the interval are gathered, and they go out
  * when it ends or when `maxSize` of them are waiting. The database therefore still sees at most one
  * write per interval from a busy attempt, and a quiet one answers at the speed of its events. An
- * element marked final (the run's end) is not held either: the attempt's execute step ends as
- * soon as its run did.
+ * element marked `final` is not held either (not used by the execute step yet: README,
+ * bench:review).
  */
 import { Clock, Duration, Effect, Exit, Option, Queue, Stream } from "effect"
 
@@ -36,17 +36,15 @@ export const leadingBatches =
           const batch = Array.from(yield* Queue.takeBetween(queue, 1, limit))
           const deadline = lastEmit + intervalMillis
           // Inside the interval, gather what arrives until it ends, the batch is full, or the final
-          // element came. A take that fails (the stream ended or failed) ends the gathering: the
-          // batch goes out, and the next pull meets the end or the failure.
+          // element came. The wait is a peek, which takes nothing, so the timer that ends it can
+          // drop nothing; what it saw is then taken at once. A peek that fails (the stream ended
+          // or failed) ends the gathering: the batch goes out, the next pull meets the end.
           while (batch.length < limit && !batch.some(final)) {
             const wait = deadline - (yield* Clock.currentTimeMillis)
             if (wait <= 0) break
-            const more = yield* Queue.takeBetween(queue, 1, limit - batch.length).pipe(
-              Effect.timeoutOption(Duration.millis(wait)),
-              Effect.exit
-            )
-            if (Exit.isFailure(more) || Option.isNone(more.value)) break
-            batch.push(...more.value.value)
+            const arrived = yield* Queue.peek(queue).pipe(Effect.timeoutOption(Duration.millis(wait)), Effect.exit)
+            if (Exit.isFailure(arrived) || Option.isNone(arrived.value)) break
+            batch.push(...(yield* Queue.takeBetween(queue, 1, limit - batch.length)))
           }
           lastEmit = yield* Clock.currentTimeMillis
           return [batch] as const

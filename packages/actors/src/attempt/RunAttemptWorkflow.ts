@@ -205,14 +205,14 @@ const executeChunk = (run: AttemptRun, prepared: Prepared) =>
         }
       })
 
-    yield* connection.events(run.attemptId, cursor).pipe(
-      Stream.mapError(fromRuntimeError),
-      Stream.interruptWhen(Effect.sleep(settings.executeChunk)),
-      leadingBatches(settings.flushMaxEvents, settings.flushInterval, {
-        final: (line: TailLine) => "seq" in line && line.type === "run.finished"
-      }),
-      Stream.runForEach(flush)
-    )
+    yield* connection
+      .events(run.attemptId, cursor)
+      .pipe(
+        Stream.mapError(fromRuntimeError),
+        Stream.interruptWhen(Effect.sleep(settings.executeChunk)),
+        leadingBatches(settings.flushMaxEvents, settings.flushInterval),
+        Stream.runForEach(flush)
+      )
     if (!finished) return { finished: false, result: null }
     const result = yield* connection.result(run.attemptId).pipe(Effect.mapError(fromRuntimeError))
     return { finished: true, result }
