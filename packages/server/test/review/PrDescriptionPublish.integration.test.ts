@@ -5,88 +5,22 @@
  * again, after a failed PATCH or a PATCH that landed unrecorded — a later run replaces only the
  * section, and with the feature DISABLED the body is never touched.
  */
-import { generateKeyPairSync } from "node:crypto"
 import type { AttemptRun } from "@bosun/actors/attempt/AttemptPorts"
 import { FakeGithub } from "@bosun/testing"
 import { assert, describe, layer } from "@effect/vitest"
-import { Duration, Effect, Layer, Redacted } from "effect"
+import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { AppConfig } from "../../src/config/AppConfig.ts"
-import { GithubEffectsLive } from "../../src/github/GithubEffects.ts"
 import { ConfigurationRepo } from "../../src/persistence/ConfigurationRepo.ts"
-import { GithubAppsRepo } from "../../src/persistence/GithubAppsRepo.ts"
-import { OrganizationsRepo } from "../../src/persistence/OrganizationsRepo.ts"
 import { PullRequestsRepo } from "../../src/persistence/PullRequestsRepo.ts"
 import { RepositoriesRepo } from "../../src/persistence/RepositoriesRepo.ts"
-import { GitHubApp } from "../../src/providers/GitHubApp.ts"
-import { GitHubPulls } from "../../src/providers/GitHubPulls.ts"
 import { DESCRIPTION_START, descriptionSection } from "../../src/review/PrDescription.ts"
-import { layerMemory } from "../../src/storage/CacheMemory.ts"
-import { Outbox } from "../../src/storage/Outbox.ts"
-import { layerPostgres } from "../../src/storage/QueuePostgres.ts"
 import { REVIEW, reviewWorkflow } from "../../src/workflows/ReviewWorkflow.ts"
-import { testSettings } from "../support/TestServer.ts"
-import { layerTestServices } from "../support/TestServices.ts"
+import { layerReviewPublishStack } from "../support/ReviewPublishStack.ts"
 
-const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 })
-const APP_ID = 6262
 const ORG = "describe-org"
 const REPO = "acme/shop"
 
-const Fixture = Layer.effectDiscard(
-  Effect.gen(function* () {
-    const fake = yield* FakeGithub
-    fake.addApp({
-      clientId: "Iv1.describe",
-      clientSecret: "describe-secret",
-      appId: APP_ID,
-      publicKey: publicKey.export({ type: "spki", format: "pem" }).toString(),
-      slug: "bosun"
-    })
-    fake.addInstallation({
-      id: 778,
-      appId: APP_ID,
-      account: { id: 7200, login: "acme", type: "Organization" },
-      repositories: [REPO]
-    })
-    yield* (yield* OrganizationsRepo).ensure(ORG)
-    yield* (yield* GithubAppsRepo).upsert(ORG, {
-      githubAppId: APP_ID,
-      slug: "bosun",
-      clientId: "Iv1.describe",
-      clientSecret: Redacted.make("describe-secret"),
-      privateKey: Redacted.make(privateKey.export({ type: "pkcs8", format: "pem" }).toString()),
-      webhookSecret: Redacted.make("describe-webhook-secret")
-    })
-  })
-)
-
-const OUTBOX = { relayInterval: Duration.millis(200), grace: Duration.seconds(1), resendAfter: Duration.minutes(15) }
-const QUEUES = {
-  visibilityTimeout: Duration.seconds(5),
-  retryDelay: Duration.millis(100),
-  pollInterval: Duration.millis(50)
-}
-
-const Publish = Fixture.pipe(
-  Layer.provideMerge(
-    Layer.unwrap(
-      Effect.map(FakeGithub, (fake) => {
-        const config = Layer.succeed(AppConfig, AppConfig.of(testSettings({ githubApiUrl: new URL(fake.apiUrl) })))
-        return GithubEffectsLive.pipe(
-          Layer.provideMerge(Outbox.layer(OUTBOX)),
-          Layer.provideMerge(layerPostgres(QUEUES)),
-          Layer.provideMerge(GitHubPulls.layer),
-          Layer.provideMerge(GitHubApp.layer),
-          Layer.provide(layerMemory),
-          Layer.provideMerge(config),
-          Layer.provideMerge(layerTestServices)
-        )
-      })
-    )
-  ),
-  Layer.provideMerge(FakeGithub.layer)
-)
+const Publish = layerReviewPublishStack(ORG, REPO)
 
 const sha = (c: string) => c.repeat(40)
 
