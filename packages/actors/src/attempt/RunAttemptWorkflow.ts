@@ -205,16 +205,14 @@ const executeChunk = (run: AttemptRun, prepared: Prepared) =>
         }
       })
 
-    yield* connection
-      .events(run.attemptId, cursor)
-      .pipe(
-        Stream.mapError(fromRuntimeError),
-        Stream.interruptWhen(Effect.sleep(settings.executeChunk)),
-        // Not `final` on run.finished yet: it ends a short execute step ~0.6 s sooner, but the
-        // several-runners failover then took 86 s instead of 21 s (README: bench:review).
-        leadingBatches(settings.flushMaxEvents, settings.flushInterval),
-        Stream.runForEach(flush)
-      )
+    yield* connection.events(run.attemptId, cursor).pipe(
+      Stream.mapError(fromRuntimeError),
+      Stream.interruptWhen(Effect.sleep(settings.executeChunk)),
+      // Not `final` on run.finished yet: it ends a short execute step ~0.6 s sooner, but the
+      // several-runners failover then took 86 s instead of 21 s (README: bench:review).
+      leadingBatches(settings.flushMaxEvents, settings.flushInterval),
+      Stream.runForEach(flush)
+    )
     if (!finished) return { finished: false, result: null }
     const result = yield* connection.result(run.attemptId).pipe(Effect.mapError(fromRuntimeError))
     return { finished: true, result }
