@@ -209,7 +209,7 @@ const executeChunk = (run: AttemptRun, prepared: Prepared) =>
       Stream.mapError(fromRuntimeError),
       Stream.interruptWhen(Effect.sleep(settings.executeChunk)),
       // Not `final` on run.finished yet: it ends a short execute step ~0.6 s sooner, but the
-      // several-runners failover then took 86 s instead of 21 s (README: bench:review).
+      // several-runners test then failed over in 86 s instead of ~20 s, twice (README: bench:review).
       leadingBatches(settings.flushMaxEvents, settings.flushInterval),
       Stream.runForEach(flush)
     )
