@@ -18,6 +18,11 @@ export interface AttemptStatus {
   readonly requestKey: string | null
   readonly runtimeCursor: number
   readonly sandboxId: string | null
+  /**
+   * The run's last committed event is this attempt's `run.finished`: the tail is done, and a
+   * worker that resumes the execute step must not wait on a tail that has nothing left to give.
+   */
+  readonly endCommitted: boolean
 }
 
 interface LoadRow {
@@ -35,6 +40,7 @@ interface LoadRow {
   readonly request_key: string | null
   readonly runtime_cursor: string
   readonly sandbox_id: string | null
+  readonly end_committed: boolean
 }
 
 export const loadAttempt = Effect.fn("Attempt.load")(function* (
@@ -46,7 +52,9 @@ export const loadAttempt = Effect.fn("Attempt.load")(function* (
   const rows = yield* sql<LoadRow>`
     SELECT r.organization_id, r.id AS run_id, a.attempt, r.workflow_type, r.repository_id, r.head_sha, r.base_sha,
            r.pull_request_number, r.input_snapshot, a.status, (j.cancel_requested_at IS NOT NULL) AS cancel_requested,
-           a.request_key, a.runtime_cursor, a.sandbox_id
+           a.request_key, a.runtime_cursor, a.sandbox_id,
+           coalesce((SELECT e.type = 'run.finished' AND e.attempt = a.attempt FROM workflow_events e
+                     WHERE e.run_id = r.id ORDER BY e.seq DESC LIMIT 1), false) AS end_committed
     FROM workflow_runs r
     JOIN workflow_attempts a ON a.run_id = r.id AND a.attempt = ${attempt}
     LEFT JOIN jobs j ON j.run_id = r.id
@@ -70,7 +78,8 @@ export const loadAttempt = Effect.fn("Attempt.load")(function* (
       cancelRequested: row.cancel_requested,
       requestKey: row.request_key,
       runtimeCursor: Number(row.runtime_cursor),
-      sandboxId: row.sandbox_id
+      sandboxId: row.sandbox_id,
+      endCommitted: row.end_committed
     })
   )
 })

@@ -8,8 +8,7 @@
  * interval ago; only events that keep arriving inside the interval are gathered, and they go out
  * when it ends or when `maxSize` of them are waiting. The database therefore still sees at most one
  * write per interval from a busy attempt, and a quiet one answers at the speed of its events. An
- * element marked `final` is not held either (not used by the execute step yet: README,
- * bench:review).
+ * element marked `final` (the run's end, for the execute step) is not held either.
  */
 import { Clock, Duration, Effect, Exit, Option, Queue, Stream } from "effect"
 

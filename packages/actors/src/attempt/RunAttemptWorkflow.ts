@@ -7,7 +7,7 @@
  * | --- | --- | --- |
  * | prepare | passes the migration gate, builds the run request (the workflow type's port), seals it into `runs/{run}/{attempt}/request.enc` | the blob key and the sandbox choice |
  * | acquire-sandbox | the provider's acquire (idempotent by attempt) | provider and sandbox id |
- * | execute/N | starts the run on the runtime (idempotent), tails its events from the attempt's committed cursor for at most one chunk, flushing them every 1 s or 100 events, then publishing them to RunEvents | finished or not; the final runtime state |
+ * | execute/N | starts the run on the runtime (idempotent), tails its events from the attempt's committed cursor for at most one chunk, flushing them every 1 s or 100 events (the run's end at once), then publishing them to RunEvents; once the run's end is committed, only reads the run's state | finished or not; the final runtime state |
  * | publish | the workflow type's publish, for a SUCCEEDED run (idempotent by attempt) | - |
  * | finish-attempt | the attempt's outcome and the run's usage; a run's last failed attempt is reported through its workflow type (`reportFailure`) | - |
  * | release-sandbox | always, after a failure or a cancel too | - |
@@ -178,6 +178,12 @@ const executeChunk = (run: AttemptRun, prepared: Prepared) =>
       return { finished: true, result: null }
     }
     const { connection, request } = yield* connect(run, prepared)
+    if (current.value.endCommitted) {
+      // A worker that died after committing the run's end but before the step's result was kept:
+      // the tail after the cursor is empty for good, so the run's state is read at once.
+      const result = yield* connection.result(run.attemptId).pipe(Effect.mapError(fromRuntimeError))
+      return { finished: true, result }
+    }
     yield* connection.start(request).pipe(Effect.mapError(fromRuntimeError))
     const runEvents = yield* RunEvents.client
     const publisher = runEvents(run.runId)
@@ -208,9 +214,10 @@ const executeChunk = (run: AttemptRun, prepared: Prepared) =>
     yield* connection.events(run.attemptId, cursor).pipe(
       Stream.mapError(fromRuntimeError),
       Stream.interruptWhen(Effect.sleep(settings.executeChunk)),
-      // Not `final` on run.finished yet: it ends a short execute step ~0.6 s sooner, but the
-      // several-runners test then failed over in 86 s instead of ~20 s, twice (README: bench:review).
-      leadingBatches(settings.flushMaxEvents, settings.flushInterval),
+      // The run's end is written and fanned out at once, not at the end of the flush interval.
+      leadingBatches(settings.flushMaxEvents, settings.flushInterval, {
+        final: (line) => "seq" in line && line.type === "run.finished"
+      }),
       Stream.runForEach(flush)
     )
     if (!finished) return { finished: false, result: null }

@@ -242,7 +242,13 @@ const connection = (
               ? Effect.fail(failed)
               : finished || progressed
                 ? Effect.void
-                : Effect.fail(unreachable({ code: "ECONNRESET" }))
+                : Effect.fail(
+                    new RuntimeError({
+                      reason: "Unavailable",
+                      status: null,
+                      message: `The runtime's event stream of ${attemptId} ended after ${last} without a new event or the run's end`
+                    })
+                  )
           ),
           // A resumed tail starts after what was delivered, so a retry never repeats an event.
           Effect.retry({ ...retry, while: (error) => error.reason === "Unavailable" })

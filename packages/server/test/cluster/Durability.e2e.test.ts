@@ -4,7 +4,9 @@
  * EXTERNAL_RUNTIME, one Postgres. The server is SIGKILLed during execute, and again during
  * publish; started again, the workflow resumes where it was: completed steps are not re-run
  * (`workflow_attempt_steps.executions`), the interrupted one is, the runtime's events reach
- * `workflow_events` exactly once each, and the publication exists once.
+ * `workflow_events` exactly once each, and the publication exists once. A third kill lands after
+ * the run's end was committed but before the execute step's result was kept (a proxy holds the
+ * runtime's result request): the resumed step must not tail a stream that has nothing left.
  */
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
@@ -18,6 +20,7 @@ import { PgClient } from "@effect/sql-pg"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Duration, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
+import { startHoldingProxy } from "../support/HoldingProxy.ts"
 import { killServer, spawnServer, untilReady } from "../support/Process.ts"
 
 const script = fileURLToPath(new URL("../support/ServerWithTestWorkflow.ts", import.meta.url))
@@ -150,6 +153,44 @@ describe("a killed server", () => {
           Array.from({ length: 30 }, (_, i) => i + 1)
         )
         assert.strictEqual(events.filter((event) => event.type === "run.finished").length, 1)
+      }).pipe(Effect.scoped),
+    120_000
+  )
+
+  it.live(
+    "SIGKILLed after the run's end was committed but before execute's result was kept: the resumed step reads the result at once, one attempt",
+    () =>
+      Effect.gen(function* () {
+        const { sql, start, kill } = yield* setup
+        const proxy = yield* startHoldingProxy(runtime.base)
+        const first = yield* start({ BOSUN_RUNTIME_URL: proxy.base })
+        const queued = yield* enqueue(sql, "quick")
+        yield* proxy.holdNext((method, path) => method === "GET" && path.endsWith("/result"))
+        const ended = yield* sql<{ n: string }>`
+          SELECT count(*) AS n FROM workflow_events WHERE run_id = ${queued.runId} AND type = 'run.finished'`
+        assert.strictEqual(Number(ended[0]?.n), 1, "the run's end is committed before its result is asked for")
+        yield* kill(first)
+        yield* proxy.release
+        const resumedAt = Date.now()
+        yield* start({ BOSUN_RUNTIME_URL: proxy.base })
+        yield* eventually(
+          runStatus(sql, queued.runId),
+          (status) => status === "SUCCEEDED" || status === "FAILED",
+          Duration.seconds(40)
+        )
+        assert.strictEqual(yield* runStatus(sql, queued.runId), "SUCCEEDED")
+        const attempts = yield* sql<{ attempt: number; exit_reason: string }>`
+          SELECT attempt, exit_reason FROM workflow_attempts WHERE run_id = ${queued.runId}`
+        assert.deepStrictEqual(attempts, [{ attempt: 1, exit_reason: "succeeded" }])
+        const steps = yield* stepCounts(sql, `${queued.runId}:1`)
+        assert.deepStrictEqual(steps.execute, [2, "SUCCEEDED"], "the execute step cut off by the kill ran again")
+        assert.deepStrictEqual(steps.publish, [1, "SUCCEEDED"])
+        const events = yield* sql<{ type: string }>`
+          SELECT type FROM workflow_events WHERE run_id = ${queued.runId} ORDER BY seq`
+        assert.strictEqual(events.filter((event) => event.type === "run.finished").length, 1)
+        // Not a timing test: the bound only tells a resumed step that read the result apart from
+        // one that waited on an empty tail through its retries (about a minute) and failed.
+        assert.isBelow(Date.now() - resumedAt, 30_000)
       }).pipe(Effect.scoped),
     120_000
   )
