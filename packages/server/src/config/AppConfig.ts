@@ -83,6 +83,11 @@ export interface AppSettings {
   readonly maxBodyBytes: number
   /** The body limit of the webhook routes (GitHub sends up to 25 MB). */
   readonly webhookMaxBodyBytes: number
+  /**
+   * How long a server keeps the opened webhook secrets of the GitHub Apps it verified deliveries
+   * with; a delivery the cached ones do not verify (or place) reads them again at once.
+   */
+  readonly webhookSecretCacheTtl: Duration.Duration
   readonly redisUrl: Option.Option<Redacted.Redacted<string>>
   readonly s3: Option.Option<S3Settings>
   /** Absent only on the embedded default, where `LocalSecrets` supplies one. */
@@ -314,6 +319,7 @@ export const appConfig: Config.Config<AppSettings> = Config.all({
   databasePoolSize: Config.schema(PoolSize, "BOSUN_DATABASE_POOL_SIZE").pipe(Config.withDefault(10)),
   maxBodyBytes: Config.schema(BodyBytes, "BOSUN_MAX_BODY_BYTES").pipe(Config.withDefault(1_048_576)),
   webhookMaxBodyBytes: Config.schema(BodyBytes, "BOSUN_WEBHOOK_MAX_BODY_BYTES").pipe(Config.withDefault(26_214_400)),
+  webhookSecretCacheTtl: duration("BOSUN_WEBHOOK_SECRET_CACHE_TTL", Duration.seconds(5)),
   redisUrl: optionalRedacted("REDIS_URL"),
   s3: s3Config,
   masterKey: masterKeyConfig,

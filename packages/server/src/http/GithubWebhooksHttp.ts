@@ -7,7 +7,11 @@
  * - The signature: `X-Hub-Signature-256`, HMAC-SHA256 of the raw body, checked in constant time by
  *   `@octokit/webhooks-methods` against the sealed webhook secret of each organization whose App
  *   has the id in `X-GitHub-Hook-Installation-Target-ID` (of every configured App when the header
- *   is absent). Missing or matching none: 401, nothing written.
+ *   is absent). Missing or matching none: 401, nothing written. The opened secrets are kept for
+ *   `BOSUN_WEBHOOK_SECRET_CACHE_TTL` (5 s), sparing each delivery a query and an unseal; whenever
+ *   the kept ones do not verify a delivery or do not name its organization exactly, they are read
+ *   again first, so a changed secret or a newly linked account applies at once. Only a replaced
+ *   secret's old value keeps verifying, on servers that still hold it, for at most that long.
  * - The organization: of the Apps whose secret matched, the one whose organization mirrors the
  *   payload's GitHub account (installation account, repository owner, organization), else one not
  *   yet linked to any account (an `installation` event links it). A delivery for an account no
@@ -22,9 +26,10 @@
  */
 import { ErrorCodes } from "@bosun/domain"
 import { verify } from "@octokit/webhooks-methods"
-import { Effect, Layer, Option, Redacted, Result, Schema } from "effect"
+import { Cache, Effect, Exit, Layer, Option, Redacted, Result, Schema } from "effect"
 import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { SqlClient } from "effect/sql"
+import { AppConfig } from "../config/AppConfig.ts"
 import { GithubAppsRepo, type WebhookSecretCandidate } from "../persistence/GithubAppsRepo.ts"
 import { GithubDeliveriesRepo } from "../persistence/GithubDeliveriesRepo.ts"
 import { Outbox } from "../storage/Outbox.ts"
@@ -78,10 +83,33 @@ export const GithubWebhooksRoute = Layer.unwrap(
     const outbox = yield* Outbox
     const sql = yield* SqlClient.SqlClient
 
+    const { webhookSecretCacheTtl } = yield* AppConfig
+    // Keyed by the App id of the target header, 0 when it is absent (every App).
+    const secretsOf = yield* Cache.makeWith(
+      (appId: number) => apps.webhookSecrets(appId === 0 ? Option.none() : Option.some(appId)).pipe(Effect.orDie),
+      { capacity: 1024, timeToLive: (exit) => (Exit.isSuccess(exit) ? webhookSecretCacheTtl : 0) }
+    )
+
     const matching = (candidates: ReadonlyArray<WebhookSecretCandidate>, body: string, signature: string) =>
       Effect.filter(candidates, (candidate) =>
         Effect.promise(() => verify(Redacted.value(candidate.webhookSecret), body, signature).catch(() => false))
       )
+
+    /** The candidates that verify the delivery: the kept ones, else (or when `fresh`) read again. */
+    const verifying = (appId: number, body: string, signature: string, fresh: boolean) =>
+      Effect.gen(function* () {
+        if (!fresh) {
+          const kept = yield* matching(yield* Cache.get(secretsOf, appId), body, signature)
+          if (kept.length > 0) return { verified: kept, fresh: false }
+        }
+        yield* Cache.refresh(secretsOf, appId)
+        return { verified: yield* matching(yield* Cache.get(secretsOf, appId), body, signature), fresh: true }
+      })
+
+    /** Of the verified Apps, the one whose organization mirrors `account`, else one not yet linked. */
+    const ownerOf = (verified: ReadonlyArray<WebhookSecretCandidate>, account: number | undefined) =>
+      verified.find((candidate) => account !== undefined && candidate.githubAccountId === account) ??
+      verified.find((candidate) => candidate.githubAccountId === null)
 
     const handle = (request: HttpServerRequest.HttpServerRequest) =>
       Effect.gen(function* () {
@@ -98,10 +126,9 @@ export const GithubWebhooksRoute = Layer.unwrap(
         }
         const body = read.success
         const target = Number(headers["x-github-hook-installation-target-id"])
-        const appId = Number.isSafeInteger(target) && target > 0 ? Option.some(target) : Option.none()
-        const candidates = yield* apps.webhookSecrets(appId).pipe(Effect.orDie)
-        const verified = body.length === 0 ? [] : yield* matching(candidates, body, signature)
-        if (verified.length === 0) {
+        const appId = Number.isSafeInteger(target) && target > 0 ? target : 0
+        const checked = body.length === 0 ? undefined : yield* verifying(appId, body, signature, false)
+        if (checked === undefined || checked.verified.length === 0) {
           return errorResponse(401, ErrorCodes.unauthorized, "The signature does not match any configured GitHub App")
         }
         const deliveryId = headers["x-github-delivery"]
@@ -126,9 +153,11 @@ export const GithubWebhooksRoute = Layer.unwrap(
         }
         const payload = decoded.value
         const account = accountOf(payload)
+        const placed = ownerOf(checked.verified, account)
         const owner =
-          verified.find((candidate) => account !== undefined && candidate.githubAccountId === account) ??
-          verified.find((candidate) => candidate.githubAccountId === null)
+          checked.fresh || (placed !== undefined && placed.githubAccountId === account)
+            ? placed
+            : ownerOf((yield* verifying(appId, body, signature, true)).verified, account)
         if (owner === undefined) return accepted({ accepted: false, duplicate: false })
         const handled = HANDLED_GITHUB_EVENTS.has(event)
         const action = typeof payload.action === "string" ? payload.action : null

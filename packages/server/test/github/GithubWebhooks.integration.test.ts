@@ -137,6 +137,67 @@ layer(layerTestServer({ settings: { webhookMaxBodyBytes: 2_097_152 } }), { exclu
       })
     )
 
+    it.effect("a webhook secret changed after deliveries were verified with the old one verifies at once", () =>
+      Effect.gen(function* () {
+        const appId = APP_ID + 40
+        yield* configured("gh-rotated", ACCOUNT_ID + 40, "secret-before", appId)
+        const before = yield* deliver({
+          id: "d-rotated-1",
+          event: "pull_request",
+          body: pullRequestOpened(ACCOUNT_ID + 40),
+          appId,
+          secret: "secret-before"
+        })
+        assert.deepStrictEqual(accepted(before), { accepted: true, duplicate: false })
+        yield* configured("gh-rotated", ACCOUNT_ID + 40, "secret-after", appId)
+        const after = yield* deliver({
+          id: "d-rotated-2",
+          event: "pull_request",
+          body: pullRequestOpened(ACCOUNT_ID + 40, 8),
+          appId,
+          secret: "secret-after"
+        })
+        assert.deepStrictEqual(accepted(after), { accepted: true, duplicate: false })
+        assert.strictEqual((yield* rowsOf("d-rotated-2")).deliveries[0]?.organization_id, "gh-rotated")
+        const forged = yield* deliver({
+          id: "d-rotated-3",
+          event: "pull_request",
+          body: pullRequestOpened(ACCOUNT_ID + 40, 9),
+          appId,
+          secret: "never-configured"
+        })
+        assert.strictEqual(forged.status, 401)
+        assert.strictEqual((yield* rowsOf("d-rotated-3")).deliveries.length, 0)
+      })
+    )
+
+    it.effect("an App's secrets kept for one organization still place a delivery of another organization on it", () =>
+      Effect.gen(function* () {
+        const appId = APP_ID + 41
+        yield* configured("gh-first", ACCOUNT_ID + 41, "shared-secret", appId)
+        const first = yield* deliver({
+          id: "d-first",
+          event: "pull_request",
+          body: pullRequestOpened(ACCOUNT_ID + 41),
+          appId,
+          secret: "shared-secret"
+        })
+        assert.deepStrictEqual(accepted(first), { accepted: true, duplicate: false })
+        // A second organization on the same App appears after the first's secrets were kept.
+        yield* configured("gh-second", ACCOUNT_ID + 42, "shared-secret", appId)
+        const second = yield* deliver({
+          id: "d-second",
+          event: "pull_request",
+          body: pullRequestOpened(ACCOUNT_ID + 42),
+          appId,
+          secret: "shared-secret"
+        })
+        assert.deepStrictEqual(accepted(second), { accepted: true, duplicate: false })
+        assert.strictEqual((yield* rowsOf("d-second")).deliveries[0]?.organization_id, "gh-second")
+        assert.strictEqual((yield* rowsOf("d-first")).deliveries[0]?.organization_id, "gh-first")
+      })
+    )
+
     it.effect("an event Bosun does not handle is recorded as ignored, with no inbox row", () =>
       Effect.gen(function* () {
         yield* configured("gh-star", ACCOUNT_ID + 4)

@@ -40,6 +40,7 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
   databasePoolSize: 5,
   maxBodyBytes: 1_048_576,
   webhookMaxBodyBytes: 26_214_400,
+  webhookSecretCacheTtl: Duration.seconds(5),
   redisUrl: Option.none(),
   s3: Option.none(),
   masterKey: Option.none(),
