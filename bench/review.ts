@@ -833,6 +833,20 @@ const measureAcks = async (bench: Bench) => {
     (done) => ({ all: true, last: done.last }),
     () => ({ all: false, last: Number.NaN })
   )
+  // When the inbox did not get through them all: where the rest are (the inbox's dead letters and
+  // their last error, rows still waiting in the queue, outbox rows not done).
+  const stuck = drained.all
+    ? null
+    : await bench.query(
+        (sql) => sql<{ processed: string; dead: string; queued: string; undone: string; error: string | null }>`
+          SELECT
+            (SELECT count(*) FROM github_deliveries WHERE delivery_id LIKE 'ack-bosun-%' AND processed_at IS NOT NULL) AS processed,
+            (SELECT count(*) FROM queue_messages WHERE queue = 'bosun-inbox-dlq') AS dead,
+            (SELECT count(*) FROM queue_messages WHERE queue = 'bosun-inbox') AS queued,
+            (SELECT count(*) FROM outbox WHERE queue = 'bosun-inbox' AND done_at IS NULL) AS undone,
+            (SELECT left(last_error, 600) FROM queue_messages WHERE queue IN ('bosun-inbox-dlq', 'bosun-inbox')
+             AND last_error IS NOT NULL ORDER BY id DESC LIMIT 1) AS error`
+      )
   const bosunCpu = cpuSeconds(bench.server.pid) - bosun.cpuBefore
   await sleep(1500)
   const transactionsPerDelivery = ((await bench.transactions()) - transactionsBefore) / sent
@@ -859,6 +873,7 @@ const measureAcks = async (bench: Bench) => {
     bosun: {
       ...bosun.figures,
       processed_by_inbox: drained.all,
+      inbox_left: stuck?.[0] ?? null,
       inbox_drained_s_after_last_answer: round((drained.last - bosun.answeredAt) / 1000, 2),
       cpu_us_per_delivery_incl_processing: round((bosunCpu * 1e6) / bosun.fired.length),
       database_transactions_per_delivery_incl_processing: round(transactionsPerDelivery)
@@ -919,7 +934,7 @@ const main = async () => {
       `  bosun           ${ms(a.bosun.ack_ms)}; ${a.bosun.errors} errors; ${a.bosun.achieved_per_s}/s answered   target p99 < ${targets.ackP99Ms} ms: ${mark(verdict.ack_p99)}`
     )
     console.log(
-      `                  server CPU ${a.bosun.cpu_us_per_delivery_while_sending} µs/delivery while sending, ${a.bosun.cpu_us_per_delivery_incl_processing} µs until the inbox had processed them all, ${a.bosun.database_transactions_per_delivery_incl_processing} database transactions each (${a.bosun.processed_by_inbox ? `the last ${a.bosun.inbox_drained_s_after_last_answer} s after the last answer` : "not within 300 s"}); sender late ${ms(a.bosun.sender_late_ms)}`
+      `                  server CPU ${a.bosun.cpu_us_per_delivery_while_sending} µs/delivery while sending, ${a.bosun.cpu_us_per_delivery_incl_processing} µs until the inbox had processed them all, ${a.bosun.database_transactions_per_delivery_incl_processing} database transactions each (${a.bosun.processed_by_inbox ? `the last ${a.bosun.inbox_drained_s_after_last_answer} s after the last answer` : `not within 300 s: ${JSON.stringify(a.bosun.inbox_left)}`}); sender late ${ms(a.bosun.sender_late_ms)}`
     )
     console.log(
       `  bare node:http  ${ms(a.bare.ack_ms)}; ${a.bare.errors} errors; ${a.bare.achieved_per_s}/s answered; CPU ${a.bare.cpu_us_per_delivery_while_sending} µs/delivery; sender late ${ms(a.bare.sender_late_ms)}`

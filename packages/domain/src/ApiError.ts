@@ -112,5 +112,7 @@ export const ErrorCodes = {
   /** The provider has no usage endpoint Bosun knows (404). */
   usageNotReported: "usage_not_reported",
   /** The provider's usage endpoint failed or refused the key (502). */
-  providerUnavailable: "provider_unavailable"
+  providerUnavailable: "provider_unavailable",
+  /** The Linear workspace is connected to another organization (409). */
+  linearWorkspaceTaken: "linear_workspace_taken"
 } as const

@@ -23,9 +23,9 @@ import { InstanceSecrets } from "./config/InstanceSecrets.ts"
 import { SecretRotation } from "./crypto/SecretRotation.ts"
 import { Secrets } from "./crypto/Secrets.ts"
 import { GithubEffectsLive } from "./github/GithubEffects.ts"
-import { GithubInboxLive } from "./github/GithubInbox.ts"
 import { ApiRoutes, serve } from "./http/HttpApp.ts"
 import { OrgAccess } from "./http/OrgAccess.ts"
+import { InboxConsumerLive } from "./inbox/InboxConsumer.ts"
 import { AgentConnectionsRepo } from "./persistence/AgentConnectionsRepo.ts"
 import { AuditLog } from "./persistence/AuditLog.ts"
 import { ChatChannelsRepo } from "./persistence/ChatChannelsRepo.ts"
@@ -36,6 +36,8 @@ import { DatabaseLive } from "./persistence/Database.ts"
 import { DeepScansRepo } from "./persistence/DeepScansRepo.ts"
 import { GithubAppsRepo } from "./persistence/GithubAppsRepo.ts"
 import { GithubDeliveriesRepo } from "./persistence/GithubDeliveriesRepo.ts"
+import { LinearConnectionsRepo } from "./persistence/LinearConnectionsRepo.ts"
+import { LinearDeliveriesRepo } from "./persistence/LinearDeliveriesRepo.ts"
 import { MemoriesRepo } from "./persistence/MemoriesRepo.ts"
 import { Migrator } from "./persistence/Migrator.ts"
 import { OrganizationSecretsRepo } from "./persistence/OrganizationSecretsRepo.ts"
@@ -93,6 +95,8 @@ export const appServices = (options: { readonly rotationWorker: boolean }) =>
         OrganizationsRepo.layer,
         GithubAppsRepo.layer,
         GithubDeliveriesRepo.layer,
+        LinearConnectionsRepo.layer,
+        LinearDeliveriesRepo.layer,
         OrganizationSecretsRepo.layer,
         SecretRotationRepo.layer,
         UsersRepo.layer,
@@ -184,7 +188,7 @@ export const makeServerLive = <E, R>(workflowTypes: Layer.Layer<WorkflowTypes, E
     // The server starts listening only once everything its routes use is built: a request that
     // arrived before the routes were installed would never be answered.
     Layer.provideMerge(HttpLive(ApiRoutes).pipe(Layer.provideMerge(NodeServerLive))),
-    Layer.provideMerge(Layer.mergeAll(GithubInboxLive, GithubEffectsLive)),
+    Layer.provideMerge(Layer.mergeAll(InboxConsumerLive, GithubEffectsLive)),
     Layer.provideMerge(layerClusterRunner(workflowTypes)),
     Layer.provideMerge(AppProvidersLive),
     Layer.provideMerge(AppServicesLive),

@@ -13,6 +13,7 @@ import { GithubAppApi } from "./GithubAppApi.ts"
 import { HealthApi } from "./HealthApi.ts"
 import { IdentityApi } from "./IdentityApi.ts"
 import { InstanceApi } from "./InstanceApi.ts"
+import { LinearApi } from "./LinearApi.ts"
 import { MemoriesApi } from "./MemoriesApi.ts"
 import { RequestValidation } from "./Middleware.ts"
 import { PullRequestsApi } from "./PullRequestsApi.ts"
@@ -38,5 +39,6 @@ export class BosunApi extends HttpApi.make("bosun")
   .add(AgentConnectionApi)
   .add(ComposioApi)
   .add(GithubAppApi)
+  .add(LinearApi)
   .add(SecretRotationsApi)
   .middleware(RequestValidation) {}

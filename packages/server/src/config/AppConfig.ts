@@ -88,6 +88,8 @@ export interface AppSettings {
    * with; a delivery the cached ones do not verify (or place) reads them again at once.
    */
   readonly webhookSecretCacheTtl: Duration.Duration
+  /** A Linear delivery whose `Linear-Timestamp` is further than this from now is refused. */
+  readonly linearWebhookMaxAge: Duration.Duration
   readonly redisUrl: Option.Option<Redacted.Redacted<string>>
   readonly s3: Option.Option<S3Settings>
   /** Absent only on the embedded default, where `LocalSecrets` supplies one. */
@@ -320,6 +322,7 @@ export const appConfig: Config.Config<AppSettings> = Config.all({
   maxBodyBytes: Config.schema(BodyBytes, "BOSUN_MAX_BODY_BYTES").pipe(Config.withDefault(1_048_576)),
   webhookMaxBodyBytes: Config.schema(BodyBytes, "BOSUN_WEBHOOK_MAX_BODY_BYTES").pipe(Config.withDefault(26_214_400)),
   webhookSecretCacheTtl: duration("BOSUN_WEBHOOK_SECRET_CACHE_TTL", Duration.seconds(5)),
+  linearWebhookMaxAge: duration("BOSUN_LINEAR_WEBHOOK_MAX_AGE", Duration.seconds(60)),
   redisUrl: optionalRedacted("REDIS_URL"),
   s3: s3Config,
   masterKey: masterKeyConfig,

@@ -1,5 +1,5 @@
 /**
- * The `bosun-inbox` consumer for GitHub deliveries (issue 8; spec: What the service does 6, Events
+ * The `bosun-inbox` handler of GitHub deliveries (issue 8; spec: What the service does 6, Events
  * 3-4): the work a webhook's answer did not wait for. Each wake-up names an outbox row, handled
  * through `Outbox.handle` (a row already done is skipped), so a redelivered wake-up does nothing
  * twice; the delivery row then records that it was processed, or why it was ignored.
@@ -44,14 +44,12 @@
 import { enqueueRun, requestSessionCancel } from "@bosun/actors/jobs/RunQueue"
 import { wakeScheduler } from "@bosun/actors/scheduler/SchedulerEntity"
 import type { Repository } from "@bosun/domain"
-import { Duration, Effect, Layer, Option, Schema } from "effect"
+import { Duration, Effect, Option, Schema } from "effect"
 import { Sharding } from "effect/cluster"
 import { SqlClient } from "effect/sql"
-import { GITHUB_DELIVERY_KIND } from "../http/GithubWebhooksHttp.ts"
 import { ConfigurationRepo } from "../persistence/ConfigurationRepo.ts"
 import { GithubAppsRepo } from "../persistence/GithubAppsRepo.ts"
 import { GithubDeliveriesRepo, type GithubDelivery } from "../persistence/GithubDeliveriesRepo.ts"
-import { Migrator } from "../persistence/Migrator.ts"
 import { OrganizationsRepo } from "../persistence/OrganizationsRepo.ts"
 import { PullRequestsRepo } from "../persistence/PullRequestsRepo.ts"
 import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
@@ -59,7 +57,6 @@ import { ReviewFindingsRepo } from "../persistence/ReviewFindingsRepo.ts"
 import { GitHubPulls } from "../providers/GitHubPulls.ts"
 import { decideReview, type ReviewEvent } from "../review/ReviewPolicy.ts"
 import { Outbox } from "../storage/Outbox.ts"
-import { Queues } from "../storage/Queue.ts"
 import { REVIEW } from "../workflows/ReviewWorkflow.ts"
 import { GITHUB_PR_COMMENT } from "./GithubEffects.ts"
 import {
@@ -159,436 +156,415 @@ interface WakeFlag {
   wake: boolean
 }
 
-export const GithubInboxLive = Layer.effectDiscard(
-  Effect.gen(function* () {
-    const queues = yield* Queues
-    const outbox = yield* Outbox
-    const migrator = yield* Migrator
-    const sql = yield* SqlClient.SqlClient
-    const deliveries = yield* GithubDeliveriesRepo
-    const organizations = yield* OrganizationsRepo
-    const repositories = yield* RepositoriesRepo
-    const pullRequests = yield* PullRequestsRepo
-    const configurations = yield* ConfigurationRepo
-    const findings = yield* ReviewFindingsRepo
-    const apps = yield* GithubAppsRepo
-    const pulls = yield* GitHubPulls
-    const wake = Effect.provideService(wakeScheduler, Sharding.Sharding, yield* Sharding.Sharding)
+/** The handler of `github.delivery` rows; `inbox/InboxConsumer.ts` runs it. */
+export const makeGithubInboxHandler = Effect.gen(function* () {
+  const outbox = yield* Outbox
+  const sql = yield* SqlClient.SqlClient
+  const deliveries = yield* GithubDeliveriesRepo
+  const organizations = yield* OrganizationsRepo
+  const repositories = yield* RepositoriesRepo
+  const pullRequests = yield* PullRequestsRepo
+  const configurations = yield* ConfigurationRepo
+  const findings = yield* ReviewFindingsRepo
+  const apps = yield* GithubAppsRepo
+  const pulls = yield* GitHubPulls
+  const wake = Effect.provideService(wakeScheduler, Sharding.Sharding, yield* Sharding.Sharding)
 
-    const decodeFailure = (event: string) => (error: Schema.SchemaError) =>
-      Effect.succeed<Outcome>(`the ${event} payload is not what GitHub documents: ${error.message.slice(0, 300)}`)
+  const decodeFailure = (event: string) => (error: Schema.SchemaError) =>
+    Effect.succeed<Outcome>(`the ${event} payload is not what GitHub documents: ${error.message.slice(0, 300)}`)
 
-    const addRepositories = (organizationId: string, listed: ReadonlyArray<InstallationRepository>) =>
-      Effect.forEach(
-        listed,
-        (repository) =>
-          Effect.gen(function* () {
-            const existing = yield* repositories.findByGithubId(organizationId, repository.id)
-            const { owner, name } = splitFullName(repository.full_name)
-            yield* repositories.upsert(organizationId, {
-              githubRepositoryId: repository.id,
-              owner,
-              name,
-              // Installation events do not say; the pull request and push events that follow do.
-              defaultBranch: Option.match(existing, { onNone: () => "main", onSome: (found) => found.default_branch })
-            })
-          }),
-        { discard: true }
-      )
+  const addRepositories = (organizationId: string, listed: ReadonlyArray<InstallationRepository>) =>
+    Effect.forEach(
+      listed,
+      (repository) =>
+        Effect.gen(function* () {
+          const existing = yield* repositories.findByGithubId(organizationId, repository.id)
+          const { owner, name } = splitFullName(repository.full_name)
+          yield* repositories.upsert(organizationId, {
+            githubRepositoryId: repository.id,
+            owner,
+            name,
+            // Installation events do not say; the pull request and push events that follow do.
+            defaultBranch: Option.match(existing, { onNone: () => "main", onSome: (found) => found.default_branch })
+          })
+        }),
+      { discard: true }
+    )
 
-    /** The organization's repository for the event's, recorded from the payload when it has none yet. */
-    const repositoryOf = (organizationId: string, repository: typeof EventRepository.Type) =>
-      Effect.flatMap(repositories.findByGithubId(organizationId, repository.id), (found) =>
-        Option.isSome(found)
-          ? Effect.succeed(found.value)
-          : repositories.upsert(organizationId, {
-              githubRepositoryId: repository.id,
-              owner: repository.owner.login,
-              name: repository.name,
-              defaultBranch: repository.default_branch ?? "main"
-            })
-      )
+  /** The organization's repository for the event's, recorded from the payload when it has none yet. */
+  const repositoryOf = (organizationId: string, repository: typeof EventRepository.Type) =>
+    Effect.flatMap(repositories.findByGithubId(organizationId, repository.id), (found) =>
+      Option.isSome(found)
+        ? Effect.succeed(found.value)
+        : repositories.upsert(organizationId, {
+            githubRepositoryId: repository.id,
+            owner: repository.owner.login,
+            name: repository.name,
+            defaultBranch: repository.default_branch ?? "main"
+          })
+    )
 
-    /** One conversation comment on the pull request, posted after the commit by GithubEffects. */
-    const postComment = (
-      organizationId: string,
-      repository: Repository,
-      number: number,
-      idempotencyKey: string,
-      body: string
-    ) =>
-      outbox
-        .write("bosun-effects", GITHUB_PR_COMMENT, {
-          organization_id: organizationId,
-          owner: repository.owner,
-          name: repository.name,
-          number,
-          idempotency_key: idempotencyKey,
-          body
-        })
-        .pipe(Effect.asVoid, Effect.orDie, Effect.provideService(SqlClient.SqlClient, sql))
-
-    const queueReview = (
-      organizationId: string,
-      repository: Repository,
-      pr: { readonly number: number; readonly headSha: string; readonly baseSha: string },
-      inputSnapshot: Readonly<Record<string, unknown>>,
-      flag: WakeFlag
-    ) =>
-      Effect.gen(function* () {
-        const key = reviewKey(repository.id, pr.number)
-        yield* enqueueRun({
-          organizationId,
-          repositoryId: repository.id,
-          workflowType: REVIEW,
-          lane: "REVIEW",
-          sessionKey: key,
-          batchKey: key,
-          headSha: pr.headSha,
-          baseSha: pr.baseSha,
-          pullRequestNumber: pr.number,
-          inputSnapshot
-        }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
-        yield* pullRequests.setReviewStatus(
-          organizationId,
-          { repositoryId: repository.id, number: pr.number },
-          "QUEUED"
-        )
-        flag.wake = true
+  /** One conversation comment on the pull request, posted after the commit by GithubEffects. */
+  const postComment = (
+    organizationId: string,
+    repository: Repository,
+    number: number,
+    idempotencyKey: string,
+    body: string
+  ) =>
+    outbox
+      .write("bosun-effects", GITHUB_PR_COMMENT, {
+        organization_id: organizationId,
+        owner: repository.owner,
+        name: repository.name,
+        number,
+        idempotency_key: idempotencyKey,
+        body
       })
+      .pipe(Effect.asVoid, Effect.orDie, Effect.provideService(SqlClient.SqlClient, sql))
 
-    /**
-     * Asks the pull request's reviews in `statuses` to stop (the Scheduler drops a queued one, a
-     * running attempt stops its agent); answers how many were still going.
-     */
-    const cancelReviews = (
-      organizationId: string,
-      repositoryId: string,
-      number: number,
-      statuses: ReadonlyArray<"QUEUED" | "RUNNING">,
-      flag: WakeFlag
-    ) =>
-      Effect.gen(function* () {
-        const count = yield* requestSessionCancel(organizationId, reviewKey(repositoryId, number), statuses).pipe(
-          Effect.provideService(SqlClient.SqlClient, sql)
-        )
-        if (count > 0) flag.wake = true
-        return count
-      })
-
-    const installation = (delivery: GithubDelivery) =>
-      Schema.decodeUnknownEffect(InstallationEvent)(delivery.payload).pipe(
-        Effect.flatMap(
-          Effect.fnUntraced(function* (event): Effect.fn.Return<Outcome> {
-            const org = delivery.organizationId
-            switch (event.action) {
-              case "created":
-              case "new_permissions_accepted":
-              case "unsuspend": {
-                const linked = yield* organizations.linkGithubAccount(org, event.installation.account)
-                if (!linked)
-                  return `the organization mirrors another GitHub account than ${event.installation.account.login}`
-                yield* addRepositories(org, event.repositories ?? [])
-                return null
-              }
-              case "deleted":
-              case "suspend":
-                yield* repositories.setAvailable(org, "ALL", false)
-                return null
-              default:
-                return `installation action ${event.action} changes nothing here`
-            }
-          })
-        ),
-        Effect.catchTag("SchemaError", decodeFailure("installation"))
-      )
-
-    const installationRepositories = (delivery: GithubDelivery) =>
-      Schema.decodeUnknownEffect(InstallationRepositoriesEvent)(delivery.payload).pipe(
-        Effect.flatMap(
-          Effect.fnUntraced(function* (event): Effect.fn.Return<Outcome> {
-            const org = delivery.organizationId
-            const linked = yield* organizations.linkGithubAccount(org, event.installation.account)
-            if (!linked)
-              return `the organization mirrors another GitHub account than ${event.installation.account.login}`
-            yield* addRepositories(org, event.repositories_added)
-            yield* repositories.setAvailable(
-              org,
-              event.repositories_removed.map((repository) => repository.id),
-              false
-            )
-            return null
-          })
-        ),
-        Effect.catchTag("SchemaError", decodeFailure("installation_repositories"))
-      )
-
-    const pullRequest = (delivery: GithubDelivery, flag: WakeFlag) =>
-      Schema.decodeUnknownEffect(PullRequestEvent)(delivery.payload).pipe(
-        Effect.flatMap(
-          Effect.fnUntraced(function* (event): Effect.fn.Return<Outcome> {
-            const org = delivery.organizationId
-            const repository = yield* repositoryOf(org, event.repository)
-            const pr = event.pull_request
-            const ref = { repositoryId: repository.id, number: pr.number }
-            yield* pullRequests.upsert(org, {
-              repositoryId: repository.id,
-              number: pr.number,
-              title: pr.title,
-              authorLogin: pr.user?.login ?? null,
-              state: pr.state === "open" ? "OPEN" : pr.merged === true ? "MERGED" : "CLOSED"
-            })
-            if (event.action === "closed") {
-              // Nothing is left to review; a review that still publishes sets REVIEWED after this.
-              const cancelled = yield* cancelReviews(org, repository.id, pr.number, ["QUEUED", "RUNNING"], flag)
-              if (cancelled > 0) yield* pullRequests.setReviewStatus(org, ref, "SKIPPED")
-              return null
-            }
-            if (event.action === "converted_to_draft") {
-              const policy = (yield* configurations.effective(org, repository.id)).review_policy
-              if (policy.review_drafts) return null
-              // A running review is left to finish: the head it reviews was ready when it started.
-              const cancelled = yield* cancelReviews(org, repository.id, pr.number, ["QUEUED"], flag)
-              if (cancelled > 0) yield* pullRequests.setReviewStatus(org, ref, "SKIPPED")
-              return null
-            }
-            if (pr.state !== "open" || !REVIEW_ACTIONS.has(event.action)) return null
-            const policy = (yield* configurations.effective(org, repository.id)).review_policy
-            const facts: ReviewEvent = {
-              action: event.action,
-              draft: pr.draft ?? false,
-              authorLogin: pr.user?.login ?? null,
-              repositoryEnabled: repository.enabled
-            }
-            const decision = decideReview(policy, facts)
-            if (!decision.review) {
-              // Left out for what it is (paused, draft, excluded author): SKIPPED. A review_on_* switch
-              // that is off only says this event starts none: a push after a review keeps REVIEWED.
-              if (!decideReview(everyEventOn(policy), facts).review) {
-                yield* pullRequests.setReviewStatus(org, ref, "SKIPPED")
-              }
-              return `no review: ${decision.reason}`
-            }
-            const changedFiles = pr.changed_files ?? 0
-            if (changedFiles > policy.max_changed_files) {
-              yield* postComment(
-                org,
-                repository,
-                pr.number,
-                `github.pr_comment:too_many_files:${repository.id}:${pr.number}:${pr.head.sha}`,
-                tooManyFilesNotice(changedFiles, policy.max_changed_files)
-              )
-              yield* pullRequests.setReviewStatus(org, ref, "SKIPPED")
-              return `no review: ${changedFiles} changed files are over max_changed_files (${policy.max_changed_files}); a notice was posted`
-            }
-            yield* queueReview(
-              org,
-              repository,
-              { number: pr.number, headSha: pr.head.sha, baseSha: pr.base.sha },
-              { trigger: event.action, delivery_id: delivery.deliveryId },
-              flag
-            )
-            return null
-          })
-        ),
-        Effect.catchTag("SchemaError", decodeFailure("pull_request"))
-      )
-
-    const issueComment = (delivery: GithubDelivery, flag: WakeFlag) =>
-      Schema.decodeUnknownEffect(IssueCommentEvent)(delivery.payload).pipe(
-        Effect.flatMap(
-          Effect.fnUntraced(function* (event): Effect.fn.Return<Outcome> {
-            const org = delivery.organizationId
-            if (event.action !== "created") return `issue_comment ${event.action} gives no command`
-            if (event.issue.pull_request === undefined)
-              return "a comment on an issue, not a pull request: commands are read on pull requests only"
-            const author = event.comment.user
-            // Bosun's own comments quote its commands: a bot never gives one, or they would loop.
-            if (author === null || author.type === "Bot" || author.login.toLowerCase().endsWith("[bot]"))
-              return "a bot's comment gives no command"
-            const found = yield* apps.slug(org)
-            if (Option.isNone(found)) return "the organization has no GitHub App to mention"
-            const slug = found.value
-            const mention = parseMention(event.comment.body, slug)
-            if (Option.isNone(mention)) return `the comment does not mention @${slug} with a command`
-            const repository = yield* repositoryOf(org, event.repository)
-            const number = event.issue.number
-            const reply = (body: string) =>
-              postComment(org, repository, number, `github.pr_comment:command:${delivery.deliveryId}`, body)
-            if (mention.value._tag === "Unknown") {
-              yield* reply(notices.help(slug, mention.value.word))
-              return `@${slug} ${mention.value.word === "" ? "without a command" : `${mention.value.word} is no command`}; the commands were posted`
-            }
-            const command = mention.value.command
-            const association = event.comment.author_association
-            if (!COMMANDERS.has(association)) {
-              yield* reply(notices.refused(slug, author.login, association))
-              return `${author.login} (${association}) may not give @${slug} ${command}; a refusal was posted`
-            }
-            switch (command) {
-              case "pause":
-              case "resume": {
-                const enabled = command === "resume"
-                yield* repositories.setEnabled(org, repository.id, enabled)
-                const already = repository.enabled === enabled
-                yield* reply(
-                  enabled ? notices.resumeDone(author.login, already) : notices.pauseDone(slug, author.login, already)
-                )
-                return null
-              }
-              case "review": {
-                yield* pullRequests.upsert(org, {
-                  repositoryId: repository.id,
-                  number,
-                  title: event.issue.title,
-                  authorLogin: event.issue.user?.login ?? null,
-                  state:
-                    event.issue.state !== "closed"
-                      ? "OPEN"
-                      : (event.issue.pull_request.merged_at ?? null) !== null
-                        ? "MERGED"
-                        : "CLOSED"
-                })
-                const ref = { repositoryId: repository.id, number }
-                if (!repository.enabled) {
-                  yield* pullRequests.setReviewStatus(org, ref, "SKIPPED")
-                  yield* reply(notices.paused(slug))
-                  return "no review: reviews are paused for this repository; a notice was posted"
-                }
-                // The head as it is now, not as of the comment; GitHub unreachable fails the delivery,
-                // which the queue retries (the transaction rolls back, nothing is half-done).
-                const details = yield* pulls
-                  .details({
-                    organizationId: org,
-                    repository: { owner: repository.owner, name: repository.name },
-                    number
-                  })
-                  .pipe(Effect.timeout(GITHUB_CALL_TIMEOUT), Effect.orDie)
-                if (details.state === "closed") {
-                  yield* reply(notices.closed())
-                  return "no review: the pull request is closed; a notice was posted"
-                }
-                const limit = (yield* configurations.effective(org, repository.id)).review_policy.max_changed_files
-                if (details.changedFiles > limit) {
-                  yield* pullRequests.setReviewStatus(org, ref, "SKIPPED")
-                  yield* reply(tooManyFilesNotice(details.changedFiles, limit))
-                  return `no review: ${details.changedFiles} changed files are over max_changed_files (${limit}); a notice was posted`
-                }
-                yield* queueReview(
-                  org,
-                  repository,
-                  { number, headSha: details.headSha, baseSha: details.baseSha },
-                  { trigger: "command", delivery_id: delivery.deliveryId, requested_by: author.login },
-                  flag
-                )
-                return null
-              }
-            }
-          })
-        ),
-        Effect.catchTag("SchemaError", decodeFailure("issue_comment"))
-      )
-
-    const push = (delivery: GithubDelivery) =>
-      Schema.decodeUnknownEffect(PushEvent)(delivery.payload).pipe(
-        Effect.flatMap(
-          Effect.fnUntraced(function* (event): Effect.fn.Return<Outcome> {
-            const branch = event.repository.default_branch
-            if (event.ref !== `refs/heads/${branch}`)
-              return `a push to ${event.ref}, not to the default branch ${branch}`
-            if (event.deleted) return `the push deleted the default branch ${branch}`
-            const org = delivery.organizationId
-            const repository = yield* repositoryOf(org, event.repository)
-            const pushedAt = event.repository.pushed_at
-            const recorded = yield* repositories.setDefaultBranchHead(org, repository.id, {
-              branch,
-              sha: event.after,
-              pushedAt:
-                pushedAt === undefined || pushedAt === null
-                  ? null
-                  : new Date(typeof pushedAt === "number" ? pushedAt * 1000 : pushedAt)
-            })
-            return recorded ? null : `a newer push to ${branch} is already recorded`
-          })
-        ),
-        Effect.catchTag("SchemaError", decodeFailure("push"))
-      )
-
-    const reviewComment = (delivery: GithubDelivery) =>
-      Schema.decodeUnknownEffect(PullRequestReviewCommentEvent)(delivery.payload).pipe(
-        Effect.flatMap(
-          Effect.fnUntraced(function* (event): Effect.fn.Return<Outcome> {
-            const repliedTo = event.comment.in_reply_to_id
-            if (event.action !== "created" || repliedTo === undefined) return "not a reply to a review comment"
-            if (event.comment.user === null || event.comment.user.type === "Bot")
-              return "a bot's reply dismisses nothing"
-            const reason = `${event.comment.user.login} replied: ${event.comment.body.trim().slice(0, 200)}`
-            const dismissed = yield* findings.dismissByComment(delivery.organizationId, repliedTo, reason)
-            return dismissed ? null : "the reply is not in the thread of an open Bosun finding"
-          })
-        ),
-        Effect.catchTag("SchemaError", decodeFailure("pull_request_review_comment"))
-      )
-
-    const process = (delivery: GithubDelivery, flag: WakeFlag): Effect.Effect<Outcome> => {
-      switch (delivery.event) {
-        case "installation":
-          return installation(delivery)
-        case "installation_repositories":
-          return installationRepositories(delivery)
-        case "pull_request":
-          return pullRequest(delivery, flag)
-        case "issue_comment":
-          return issueComment(delivery, flag)
-        case "push":
-          return push(delivery)
-        case "pull_request_review_comment":
-          return reviewComment(delivery)
-        default:
-          return Effect.succeed(`event ${delivery.event} is not handled`)
-      }
-    }
-
-    const handleDelivery = Effect.fn("GithubInbox.handleDelivery")(function* (payload: unknown) {
-      const pointer = yield* Schema.decodeUnknownEffect(DeliveryPointer)(payload).pipe(Effect.orDie)
-      // Per delivery: the consumer handles several deliveries at once.
-      const flag: WakeFlag = { wake: false }
-      // Applied and marked in one transaction, the row locked: a crash between the two, or a
-      // second consumer with the same wake-up, would otherwise apply it twice.
-      yield* outbox
-        .transaction(
-          Effect.gen(function* () {
-            const found = yield* deliveries.find(pointer.delivery_id, { forUpdate: true })
-            if (Option.isNone(found) || found.value.processedAt !== null) return
-            const delivery = found.value
-            const outcome = yield* process(delivery, flag)
-            yield* deliveries.markProcessed(delivery.deliveryId, outcome)
-            yield* Effect.logInfo("github_delivery_processed").pipe(
-              Effect.annotateLogs({
-                org_id: delivery.organizationId,
-                delivery_id: delivery.deliveryId,
-                event: delivery.event,
-                action: delivery.action,
-                ignored_reason: outcome
-              })
-            )
-          })
-        )
-        .pipe(Effect.orDie)
-      if (flag.wake) yield* wake
+  const queueReview = (
+    organizationId: string,
+    repository: Repository,
+    pr: { readonly number: number; readonly headSha: string; readonly baseSha: string },
+    inputSnapshot: Readonly<Record<string, unknown>>,
+    flag: WakeFlag
+  ) =>
+    Effect.gen(function* () {
+      const key = reviewKey(repository.id, pr.number)
+      yield* enqueueRun({
+        organizationId,
+        repositoryId: repository.id,
+        workflowType: REVIEW,
+        lane: "REVIEW",
+        sessionKey: key,
+        batchKey: key,
+        headSha: pr.headSha,
+        baseSha: pr.baseSha,
+        pullRequestNumber: pr.number,
+        inputSnapshot
+      }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+      yield* pullRequests.setReviewStatus(organizationId, { repositoryId: repository.id, number: pr.number }, "QUEUED")
+      flag.wake = true
     })
 
-    yield* migrator.awaitReady.pipe(
-      Effect.andThen(
-        queues.consume("bosun-inbox", (message) =>
-          outbox.handle(message, (row) =>
-            row.kind === GITHUB_DELIVERY_KIND
-              ? handleDelivery(row.payload)
-              : Effect.die(new Error(`bosun-inbox has no handler for kind ${row.kind}`))
-          )
-        )
+  /**
+   * Asks the pull request's reviews in `statuses` to stop (the Scheduler drops a queued one, a
+   * running attempt stops its agent); answers how many were still going.
+   */
+  const cancelReviews = (
+    organizationId: string,
+    repositoryId: string,
+    number: number,
+    statuses: ReadonlyArray<"QUEUED" | "RUNNING">,
+    flag: WakeFlag
+  ) =>
+    Effect.gen(function* () {
+      const count = yield* requestSessionCancel(organizationId, reviewKey(repositoryId, number), statuses).pipe(
+        Effect.provideService(SqlClient.SqlClient, sql)
+      )
+      if (count > 0) flag.wake = true
+      return count
+    })
+
+  const installation = (delivery: GithubDelivery) =>
+    Schema.decodeUnknownEffect(InstallationEvent)(delivery.payload).pipe(
+      Effect.flatMap(
+        Effect.fnUntraced(function* (event): Effect.fn.Return<Outcome> {
+          const org = delivery.organizationId
+          switch (event.action) {
+            case "created":
+            case "new_permissions_accepted":
+            case "unsuspend": {
+              const linked = yield* organizations.linkGithubAccount(org, event.installation.account)
+              if (!linked)
+                return `the organization mirrors another GitHub account than ${event.installation.account.login}`
+              yield* addRepositories(org, event.repositories ?? [])
+              return null
+            }
+            case "deleted":
+            case "suspend":
+              yield* repositories.setAvailable(org, "ALL", false)
+              return null
+            default:
+              return `installation action ${event.action} changes nothing here`
+          }
+        })
       ),
-      Effect.forkScoped
+      Effect.catchTag("SchemaError", decodeFailure("installation"))
     )
+
+  const installationRepositories = (delivery: GithubDelivery) =>
+    Schema.decodeUnknownEffect(InstallationRepositoriesEvent)(delivery.payload).pipe(
+      Effect.flatMap(
+        Effect.fnUntraced(function* (event): Effect.fn.Return<Outcome> {
+          const org = delivery.organizationId
+          const linked = yield* organizations.linkGithubAccount(org, event.installation.account)
+          if (!linked) return `the organization mirrors another GitHub account than ${event.installation.account.login}`
+          yield* addRepositories(org, event.repositories_added)
+          yield* repositories.setAvailable(
+            org,
+            event.repositories_removed.map((repository) => repository.id),
+            false
+          )
+          return null
+        })
+      ),
+      Effect.catchTag("SchemaError", decodeFailure("installation_repositories"))
+    )
+
+  const pullRequest = (delivery: GithubDelivery, flag: WakeFlag) =>
+    Schema.decodeUnknownEffect(PullRequestEvent)(delivery.payload).pipe(
+      Effect.flatMap(
+        Effect.fnUntraced(function* (event): Effect.fn.Return<Outcome> {
+          const org = delivery.organizationId
+          const repository = yield* repositoryOf(org, event.repository)
+          const pr = event.pull_request
+          const ref = { repositoryId: repository.id, number: pr.number }
+          yield* pullRequests.upsert(org, {
+            repositoryId: repository.id,
+            number: pr.number,
+            title: pr.title,
+            authorLogin: pr.user?.login ?? null,
+            state: pr.state === "open" ? "OPEN" : pr.merged === true ? "MERGED" : "CLOSED"
+          })
+          if (event.action === "closed") {
+            // Nothing is left to review; a review that still publishes sets REVIEWED after this.
+            const cancelled = yield* cancelReviews(org, repository.id, pr.number, ["QUEUED", "RUNNING"], flag)
+            if (cancelled > 0) yield* pullRequests.setReviewStatus(org, ref, "SKIPPED")
+            return null
+          }
+          if (event.action === "converted_to_draft") {
+            const policy = (yield* configurations.effective(org, repository.id)).review_policy
+            if (policy.review_drafts) return null
+            // A running review is left to finish: the head it reviews was ready when it started.
+            const cancelled = yield* cancelReviews(org, repository.id, pr.number, ["QUEUED"], flag)
+            if (cancelled > 0) yield* pullRequests.setReviewStatus(org, ref, "SKIPPED")
+            return null
+          }
+          if (pr.state !== "open" || !REVIEW_ACTIONS.has(event.action)) return null
+          const policy = (yield* configurations.effective(org, repository.id)).review_policy
+          const facts: ReviewEvent = {
+            action: event.action,
+            draft: pr.draft ?? false,
+            authorLogin: pr.user?.login ?? null,
+            repositoryEnabled: repository.enabled
+          }
+          const decision = decideReview(policy, facts)
+          if (!decision.review) {
+            // Left out for what it is (paused, draft, excluded author): SKIPPED. A review_on_* switch
+            // that is off only says this event starts none: a push after a review keeps REVIEWED.
+            if (!decideReview(everyEventOn(policy), facts).review) {
+              yield* pullRequests.setReviewStatus(org, ref, "SKIPPED")
+            }
+            return `no review: ${decision.reason}`
+          }
+          const changedFiles = pr.changed_files ?? 0
+          if (changedFiles > policy.max_changed_files) {
+            yield* postComment(
+              org,
+              repository,
+              pr.number,
+              `github.pr_comment:too_many_files:${repository.id}:${pr.number}:${pr.head.sha}`,
+              tooManyFilesNotice(changedFiles, policy.max_changed_files)
+            )
+            yield* pullRequests.setReviewStatus(org, ref, "SKIPPED")
+            return `no review: ${changedFiles} changed files are over max_changed_files (${policy.max_changed_files}); a notice was posted`
+          }
+          yield* queueReview(
+            org,
+            repository,
+            { number: pr.number, headSha: pr.head.sha, baseSha: pr.base.sha },
+            { trigger: event.action, delivery_id: delivery.deliveryId },
+            flag
+          )
+          return null
+        })
+      ),
+      Effect.catchTag("SchemaError", decodeFailure("pull_request"))
+    )
+
+  const issueComment = (delivery: GithubDelivery, flag: WakeFlag) =>
+    Schema.decodeUnknownEffect(IssueCommentEvent)(delivery.payload).pipe(
+      Effect.flatMap(
+        Effect.fnUntraced(function* (event): Effect.fn.Return<Outcome> {
+          const org = delivery.organizationId
+          if (event.action !== "created") return `issue_comment ${event.action} gives no command`
+          if (event.issue.pull_request === undefined)
+            return "a comment on an issue, not a pull request: commands are read on pull requests only"
+          const author = event.comment.user
+          // Bosun's own comments quote its commands: a bot never gives one, or they would loop.
+          if (author === null || author.type === "Bot" || author.login.toLowerCase().endsWith("[bot]"))
+            return "a bot's comment gives no command"
+          const found = yield* apps.slug(org)
+          if (Option.isNone(found)) return "the organization has no GitHub App to mention"
+          const slug = found.value
+          const mention = parseMention(event.comment.body, slug)
+          if (Option.isNone(mention)) return `the comment does not mention @${slug} with a command`
+          const repository = yield* repositoryOf(org, event.repository)
+          const number = event.issue.number
+          const reply = (body: string) =>
+            postComment(org, repository, number, `github.pr_comment:command:${delivery.deliveryId}`, body)
+          if (mention.value._tag === "Unknown") {
+            yield* reply(notices.help(slug, mention.value.word))
+            return `@${slug} ${mention.value.word === "" ? "without a command" : `${mention.value.word} is no command`}; the commands were posted`
+          }
+          const command = mention.value.command
+          const association = event.comment.author_association
+          if (!COMMANDERS.has(association)) {
+            yield* reply(notices.refused(slug, author.login, association))
+            return `${author.login} (${association}) may not give @${slug} ${command}; a refusal was posted`
+          }
+          switch (command) {
+            case "pause":
+            case "resume": {
+              const enabled = command === "resume"
+              yield* repositories.setEnabled(org, repository.id, enabled)
+              const already = repository.enabled === enabled
+              yield* reply(
+                enabled ? notices.resumeDone(author.login, already) : notices.pauseDone(slug, author.login, already)
+              )
+              return null
+            }
+            case "review": {
+              yield* pullRequests.upsert(org, {
+                repositoryId: repository.id,
+                number,
+                title: event.issue.title,
+                authorLogin: event.issue.user?.login ?? null,
+                state:
+                  event.issue.state !== "closed"
+                    ? "OPEN"
+                    : (event.issue.pull_request.merged_at ?? null) !== null
+                      ? "MERGED"
+                      : "CLOSED"
+              })
+              const ref = { repositoryId: repository.id, number }
+              if (!repository.enabled) {
+                yield* pullRequests.setReviewStatus(org, ref, "SKIPPED")
+                yield* reply(notices.paused(slug))
+                return "no review: reviews are paused for this repository; a notice was posted"
+              }
+              // The head as it is now, not as of the comment; GitHub unreachable fails the delivery,
+              // which the queue retries (the transaction rolls back, nothing is half-done).
+              const details = yield* pulls
+                .details({
+                  organizationId: org,
+                  repository: { owner: repository.owner, name: repository.name },
+                  number
+                })
+                .pipe(Effect.timeout(GITHUB_CALL_TIMEOUT), Effect.orDie)
+              if (details.state === "closed") {
+                yield* reply(notices.closed())
+                return "no review: the pull request is closed; a notice was posted"
+              }
+              const limit = (yield* configurations.effective(org, repository.id)).review_policy.max_changed_files
+              if (details.changedFiles > limit) {
+                yield* pullRequests.setReviewStatus(org, ref, "SKIPPED")
+                yield* reply(tooManyFilesNotice(details.changedFiles, limit))
+                return `no review: ${details.changedFiles} changed files are over max_changed_files (${limit}); a notice was posted`
+              }
+              yield* queueReview(
+                org,
+                repository,
+                { number, headSha: details.headSha, baseSha: details.baseSha },
+                { trigger: "command", delivery_id: delivery.deliveryId, requested_by: author.login },
+                flag
+              )
+              return null
+            }
+          }
+        })
+      ),
+      Effect.catchTag("SchemaError", decodeFailure("issue_comment"))
+    )
+
+  const push = (delivery: GithubDelivery) =>
+    Schema.decodeUnknownEffect(PushEvent)(delivery.payload).pipe(
+      Effect.flatMap(
+        Effect.fnUntraced(function* (event): Effect.fn.Return<Outcome> {
+          const branch = event.repository.default_branch
+          if (event.ref !== `refs/heads/${branch}`) return `a push to ${event.ref}, not to the default branch ${branch}`
+          if (event.deleted) return `the push deleted the default branch ${branch}`
+          const org = delivery.organizationId
+          const repository = yield* repositoryOf(org, event.repository)
+          const pushedAt = event.repository.pushed_at
+          const recorded = yield* repositories.setDefaultBranchHead(org, repository.id, {
+            branch,
+            sha: event.after,
+            pushedAt:
+              pushedAt === undefined || pushedAt === null
+                ? null
+                : new Date(typeof pushedAt === "number" ? pushedAt * 1000 : pushedAt)
+          })
+          return recorded ? null : `a newer push to ${branch} is already recorded`
+        })
+      ),
+      Effect.catchTag("SchemaError", decodeFailure("push"))
+    )
+
+  const reviewComment = (delivery: GithubDelivery) =>
+    Schema.decodeUnknownEffect(PullRequestReviewCommentEvent)(delivery.payload).pipe(
+      Effect.flatMap(
+        Effect.fnUntraced(function* (event): Effect.fn.Return<Outcome> {
+          const repliedTo = event.comment.in_reply_to_id
+          if (event.action !== "created" || repliedTo === undefined) return "not a reply to a review comment"
+          if (event.comment.user === null || event.comment.user.type === "Bot") return "a bot's reply dismisses nothing"
+          const reason = `${event.comment.user.login} replied: ${event.comment.body.trim().slice(0, 200)}`
+          const dismissed = yield* findings.dismissByComment(delivery.organizationId, repliedTo, reason)
+          return dismissed ? null : "the reply is not in the thread of an open Bosun finding"
+        })
+      ),
+      Effect.catchTag("SchemaError", decodeFailure("pull_request_review_comment"))
+    )
+
+  const process = (delivery: GithubDelivery, flag: WakeFlag): Effect.Effect<Outcome> => {
+    switch (delivery.event) {
+      case "installation":
+        return installation(delivery)
+      case "installation_repositories":
+        return installationRepositories(delivery)
+      case "pull_request":
+        return pullRequest(delivery, flag)
+      case "issue_comment":
+        return issueComment(delivery, flag)
+      case "push":
+        return push(delivery)
+      case "pull_request_review_comment":
+        return reviewComment(delivery)
+      default:
+        return Effect.succeed(`event ${delivery.event} is not handled`)
+    }
+  }
+
+  const handleDelivery = Effect.fn("GithubInbox.handleDelivery")(function* (payload: unknown) {
+    const pointer = yield* Schema.decodeUnknownEffect(DeliveryPointer)(payload).pipe(Effect.orDie)
+    // Per delivery: the consumer handles several deliveries at once.
+    const flag: WakeFlag = { wake: false }
+    // Applied and marked in one transaction, the row locked: a crash between the two, or a
+    // second consumer with the same wake-up, would otherwise apply it twice.
+    yield* outbox
+      .transaction(
+        Effect.gen(function* () {
+          const found = yield* deliveries.find(pointer.delivery_id, { forUpdate: true })
+          if (Option.isNone(found) || found.value.processedAt !== null) return
+          const delivery = found.value
+          const outcome = yield* process(delivery, flag)
+          yield* deliveries.markProcessed(delivery.deliveryId, outcome)
+          yield* Effect.logInfo("github_delivery_processed").pipe(
+            Effect.annotateLogs({
+              org_id: delivery.organizationId,
+              delivery_id: delivery.deliveryId,
+              event: delivery.event,
+              action: delivery.action,
+              ignored_reason: outcome
+            })
+          )
+        })
+      )
+      .pipe(Effect.orDie)
+    if (flag.wake) yield* wake
   })
-)
+
+  return handleDelivery
+})

@@ -34,6 +34,7 @@ import { GithubAppsRepo, type WebhookSecretCandidate } from "../persistence/Gith
 import { GithubDeliveriesRepo } from "../persistence/GithubDeliveriesRepo.ts"
 import { Outbox } from "../storage/Outbox.ts"
 import { errorResponse } from "./RequestPipeline.ts"
+import { readWebhookBody } from "./WebhookBody.ts"
 
 export const GITHUB_WEBHOOK_PATH = "/api/v1/github/webhooks"
 
@@ -118,12 +119,8 @@ export const GithubWebhooksRoute = Layer.unwrap(
         if (signature === undefined || signature.length === 0) {
           return errorResponse(401, ErrorCodes.unauthorized, "The X-Hub-Signature-256 header is required")
         }
-        const read = yield* Effect.result(request.text)
-        if (Result.isFailure(read)) {
-          return read.failure.reason._tag === "RequestParseError" && read.failure.reason.reason === "BodyTooLarge"
-            ? errorResponse(413, ErrorCodes.payloadTooLarge, "The request body is larger than the webhook limit")
-            : errorResponse(400, ErrorCodes.invalidBody, "The request body could not be read")
-        }
+        const read = yield* readWebhookBody(request)
+        if (Result.isFailure(read)) return read.failure
         const body = read.success
         const target = Number(headers["x-github-hook-installation-target-id"])
         const appId = Number.isSafeInteger(target) && target > 0 ? target : 0

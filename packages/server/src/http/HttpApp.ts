@@ -25,6 +25,8 @@ import { GithubWebhooksRoute } from "./GithubWebhooksHttp.ts"
 import { HealthHttp } from "./HealthHttp.ts"
 import { IdentityHttp } from "./IdentityHttp.ts"
 import { InstanceHttp } from "./InstanceHttp.ts"
+import { LinearHttp } from "./LinearHttp.ts"
+import { LinearWebhooksRoute } from "./LinearWebhooksHttp.ts"
 import { MemoriesHttp } from "./MemoriesHttp.ts"
 import { PullRequestsHttp } from "./PullRequestsHttp.ts"
 import { RepositoriesHttp } from "./RepositoriesHttp.ts"
@@ -54,7 +56,8 @@ const BosunApiRoutes = HttpApiBuilder.layer(BosunApi, { openapiPath: "/api/v1/op
     ContextSuggestionsHttp,
     DeepScansHttp,
     AgentConnectionHttp,
-    ComposioHttp
+    ComposioHttp,
+    LinearHttp
   ]),
   Layer.provide([RequestValidationLayer, BootstrapAuthLive, SessionAuthLive])
 )
@@ -63,7 +66,7 @@ const BosunApiRoutes = HttpApiBuilder.layer(BosunApi, { openapiPath: "/api/v1/op
  * Every route: the `BosunApi` contract's, and the webhooks, which verify signatures over the raw
  * body and so are plain router routes.
  */
-export const ApiRoutes = Layer.mergeAll(BosunApiRoutes, GithubWebhooksRoute)
+export const ApiRoutes = Layer.mergeAll(BosunApiRoutes, GithubWebhooksRoute, LinearWebhooksRoute)
 
 /**
  * The router. Path parameters may be up to 1024 characters at the router so that the spec's

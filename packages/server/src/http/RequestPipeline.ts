@@ -68,7 +68,7 @@ export const isApiPath = (url: string): boolean => {
 }
 
 /** The webhook routes, whose bodies may be as large as their senders send (`webhookMaxBodyBytes`). */
-const WEBHOOK_PATHS: ReadonlySet<string> = new Set(["/api/v1/github/webhooks"])
+const WEBHOOK_PATHS: ReadonlySet<string> = new Set(["/api/v1/github/webhooks", "/api/v1/linear/webhooks"])
 
 export const isWebhookPath = (url: string): boolean => WEBHOOK_PATHS.has(routerPath(url).replace(/\/$/, ""))
 

@@ -46,6 +46,8 @@ export interface NewWorkItem {
   readonly state?: WorkItemState
   readonly phase?: WorkItemPhase
   readonly waitingReason?: WaitingReason
+  /** The thread or ticket it belongs to (`linear:{issue}`...): one work item per session. */
+  readonly sessionKey?: string
 }
 
 export class WorkItemsRepo extends Context.Service<
@@ -61,6 +63,14 @@ export class WorkItemsRepo extends Context.Service<
     ) => Effect.Effect<Option.Option<WorkItem>, ActionNotAvailable>
     /** Records a work item (the chat, tracker and GitHub intake's write; tests use it too). */
     readonly create: (organizationId: string, item: NewWorkItem) => Effect.Effect<WorkItem>
+    /**
+     * The work item of the item's session, created when there is none; `created` says which. Two
+     * deliveries of one thread racing get the same item (the session key is unique).
+     */
+    readonly forSession: (
+      organizationId: string,
+      item: NewWorkItem & { readonly sessionKey: string }
+    ) => Effect.Effect<{ readonly item: WorkItem; readonly created: boolean }>
   }
 >()("bosun/server/persistence/WorkItemsRepo") {
   static readonly layer = Layer.effect(
@@ -72,6 +82,16 @@ export class WorkItemsRepo extends Context.Service<
          primary_repository_id, parent_work_item_id, parent_artifact_id, active_run_id, requested_by_login,
          completed_at, created_at, updated_at`
       )
+      const insert = (organizationId: string, item: NewWorkItem, keepExisting: boolean) =>
+        sql<Row>`
+          INSERT INTO work_items (organization_id, kind, source, source_url, title, summary, requested_by_login,
+                                  primary_repository_id, state, phase, waiting_reason, session_key)
+          VALUES (${organizationId}, ${item.kind}, ${item.source}, ${item.sourceUrl ?? null}, ${item.title},
+                  ${item.summary ?? null}, ${item.requestedByLogin ?? null}, ${item.primaryRepositoryId ?? null},
+                  ${item.state ?? "OPEN"}, ${item.phase ?? "INTAKE"}, ${item.waitingReason ?? null},
+                  ${item.sessionKey ?? null})
+          ${keepExisting ? sql`ON CONFLICT (organization_id, session_key) WHERE session_key IS NOT NULL DO NOTHING` : sql``}
+          RETURNING ${columns}`.pipe(Effect.orDie)
       const find = Effect.fn("WorkItemsRepo.find")(function* (organizationId: string, id: string) {
         const [row] = yield* sql<Row>`
           SELECT ${columns} FROM work_items WHERE organization_id = ${organizationId} AND id = ${id}`.pipe(Effect.orDie)
@@ -104,15 +124,21 @@ export class WorkItemsRepo extends Context.Service<
           return Option.map(Option.fromUndefinedOr(updated), toWorkItem)
         }),
         create: Effect.fn("WorkItemsRepo.create")(function* (organizationId: string, item: NewWorkItem) {
-          const [row] = yield* sql<Row>`
-            INSERT INTO work_items (organization_id, kind, source, source_url, title, summary, requested_by_login,
-                                    primary_repository_id, state, phase, waiting_reason)
-            VALUES (${organizationId}, ${item.kind}, ${item.source}, ${item.sourceUrl ?? null}, ${item.title},
-                    ${item.summary ?? null}, ${item.requestedByLogin ?? null}, ${item.primaryRepositoryId ?? null},
-                    ${item.state ?? "OPEN"}, ${item.phase ?? "INTAKE"}, ${item.waitingReason ?? null})
-            RETURNING ${columns}`.pipe(Effect.orDie)
+          const [row] = yield* insert(organizationId, item, false)
           if (row === undefined) return yield* Effect.die(new Error("work item insert returned no row"))
           return toWorkItem(row)
+        }),
+        forSession: Effect.fn("WorkItemsRepo.forSession")(function* (
+          organizationId: string,
+          item: NewWorkItem & { readonly sessionKey: string }
+        ) {
+          const [inserted] = yield* insert(organizationId, item, true)
+          if (inserted !== undefined) return { item: toWorkItem(inserted), created: true }
+          const [existing] = yield* sql<Row>`
+            SELECT ${columns} FROM work_items
+            WHERE organization_id = ${organizationId} AND session_key = ${item.sessionKey}`.pipe(Effect.orDie)
+          if (existing === undefined) return yield* Effect.die(new Error("the session's work item vanished"))
+          return { item: toWorkItem(existing), created: false }
         })
       })
     })

@@ -12,7 +12,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { configured, deliver, processed } from "../support/GithubDeliveries.ts"
 import { signIn } from "../support/Identity.ts"
-import { layerTestServer, request } from "../support/TestServer.ts"
+import { layerTestServer, request, testSettings } from "../support/TestServer.ts"
 
 const ACCOUNT = { id: 31337, login: "acme" }
 
@@ -80,7 +80,14 @@ const listPullRequests = (org: string, cookie: string) =>
     return (response.json as { data: ReadonlyArray<PullRequestListItem> }).data
   })
 
-layer(layerTestServer(), { excludeTestServices: true })("the GitHub inbox", (it) => {
+// The inbox's own writes are what these tests look at: with no review lane the reviews it queues
+// stay QUEUED (with one, the Scheduler could claim and fail them first: these Apps' keys sign nothing).
+const defaults = testSettings()
+const settings = {
+  cluster: { ...defaults.cluster, scheduler: { ...defaults.cluster.scheduler, lanes: { AGENT: 4, REVIEW: 0 } } }
+}
+
+layer(layerTestServer({ settings }), { excludeTestServices: true })("the GitHub inbox", (it) => {
   it.effect(
     "installation events link the organization and keep its repositories and their availability",
     () =>

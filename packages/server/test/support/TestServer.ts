@@ -19,8 +19,8 @@ import { WorkflowTypesLive } from "../../src/cluster/WorkflowTypesLive.ts"
 import { AppConfig, type AppSettings, type MasterKeySettings } from "../../src/config/AppConfig.ts"
 import { InstanceSecrets } from "../../src/config/InstanceSecrets.ts"
 import { GithubEffectsLive } from "../../src/github/GithubEffects.ts"
-import { GithubInboxLive } from "../../src/github/GithubInbox.ts"
 import { ApiRoutes } from "../../src/http/HttpApp.ts"
+import { InboxConsumerLive } from "../../src/inbox/InboxConsumer.ts"
 import { Migrator } from "../../src/persistence/Migrator.ts"
 import { AgentRuntime } from "../../src/runtime/AgentRuntime.ts"
 import { AppProvidersLive, AppServicesLive, HttpLive } from "../../src/Server.ts"
@@ -41,6 +41,7 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
   maxBodyBytes: 1_048_576,
   webhookMaxBodyBytes: 26_214_400,
   webhookSecretCacheTtl: Duration.seconds(5),
+  linearWebhookMaxAge: Duration.seconds(60),
   redisUrl: Option.none(),
   s3: Option.none(),
   masterKey: Option.none(),
@@ -133,7 +134,7 @@ export const layerHttp = <A = never, E = never, R = never>(options: {
 }) =>
   HttpLive(options.extra ? Layer.mergeAll(ApiRoutes, options.extra) : ApiRoutes).pipe(
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
-    Layer.provideMerge(Layer.mergeAll(GithubInboxLive, GithubEffectsLive)),
+    Layer.provideMerge(Layer.mergeAll(InboxConsumerLive, GithubEffectsLive)),
     Layer.provideMerge(layerClusterRunner(WorkflowTypesLive)),
     Layer.provideMerge(AppProvidersLive),
     Layer.provideMerge(AppServicesLive),

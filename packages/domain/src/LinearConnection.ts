@@ -1,0 +1,32 @@
+/**
+ * An organization's connection to Linear, the issue tracker (issue 9; the spec names no endpoint
+ * for it, so Bosun defines `PUT/GET/DELETE .../linear-connection`, README "Linear"). The webhook
+ * signing secret and the API token are write-only: sealed on arrival, never returned.
+ */
+import { Schema } from "effect"
+
+const Text = (max: number) => Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(max))
+
+export const LinearConnectionSettings = Schema.Struct({
+  /** The Linear workspace (`organizationId` of its webhook payloads). */
+  linear_organization_id: Text(128),
+  /** The signing secret of the workspace's webhook pointing at `/api/v1/linear/webhooks`. */
+  webhook_secret: Text(1024),
+  /** A Linear API key or OAuth access token Bosun comments and moves issues with. */
+  access_token: Schema.optional(Text(4096)),
+  /** Bosun's own Linear user: an issue assigned to it, or a comment mentioning it, is Bosun's work. */
+  app_user_id: Schema.optional(Text(128)),
+  /** That user's name as mentions write it (`@bosun`). */
+  app_user_name: Schema.optional(Text(128))
+})
+export type LinearConnectionSettings = typeof LinearConnectionSettings.Type
+
+export const LinearConnection = Schema.Struct({
+  linear_organization_id: Schema.String,
+  app_user_id: Schema.NullOr(Schema.String),
+  app_user_name: Schema.NullOr(Schema.String),
+  has_access_token: Schema.Boolean,
+  created_at: Schema.String,
+  updated_at: Schema.String
+})
+export type LinearConnection = typeof LinearConnection.Type

@@ -1,0 +1,130 @@
+/**
+ * `POST /api/v1/linear/webhooks`, the tracker webhook (issue 9; spec: Webhook endpoint, Events 3,
+ * Authentication 4). It verifies, records and acknowledges; the inbox consumer does the work.
+ *
+ * - `Linear-Delivery`, `Linear-Event`, `Linear-Timestamp` and `Linear-Signature` are required:
+ *   a missing or malformed one is a 400 naming it, before anything else is read.
+ * - The organization is the one whose Linear connection has the payload's `organizationId`
+ *   (Linear's workspace id); `Linear-Signature` must be the hex HMAC-SHA256 of the raw body under
+ *   that connection's sealed webhook secret, compared in constant time. Unknown workspace or no
+ *   match: 401, nothing written.
+ * - `Linear-Timestamp` is the send time in Unix milliseconds (Linear's `webhookTimestamp`); one
+ *   further than `BOSUN_LINEAR_WEBHOOK_MAX_AGE` (60 s) from now is refused as a replay: 401.
+ * - The delivery row and, for an event the inbox handles (Issue, Comment), its `bosun-inbox`
+ *   outbox row are written in one transaction. A delivery id already recorded answers
+ *   `duplicate: true` and writes nothing; other events are recorded as ignored.
+ *
+ * Answer: 202 `{data: {accepted, duplicate}}` (the spec's shape).
+ */
+import { createHmac, timingSafeEqual } from "node:crypto"
+import { ErrorCodes } from "@bosun/domain"
+import { Duration, Effect, Layer, Option, Redacted, Result, Schema } from "effect"
+import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
+import { SqlClient } from "effect/sql"
+import { AppConfig } from "../config/AppConfig.ts"
+import { LinearConnectionsRepo } from "../persistence/LinearConnectionsRepo.ts"
+import { LinearDeliveriesRepo } from "../persistence/LinearDeliveriesRepo.ts"
+import { Outbox } from "../storage/Outbox.ts"
+import { errorResponse } from "./RequestPipeline.ts"
+import { readWebhookBody } from "./WebhookBody.ts"
+
+export const LINEAR_WEBHOOK_PATH = "/api/v1/linear/webhooks"
+
+/** The outbox kind of a Linear delivery for the inbox consumer. */
+export const LINEAR_DELIVERY_KIND = "linear.delivery"
+
+/** The `Linear-Event` types the inbox acts on; others are acknowledged and recorded as ignored. */
+export const HANDLED_LINEAR_EVENTS: ReadonlySet<string> = new Set(["Issue", "Comment"])
+
+const decodePayload = Schema.decodeUnknownOption(Schema.fromJsonString(Schema.Record(Schema.String, Schema.Unknown)))
+
+/** Constant-time comparison of the hex signature with the one the secret gives. */
+export const linearSignatureMatches = (secret: string, body: string, signature: string) => {
+  const expected = createHmac("sha256", secret).update(body).digest()
+  const given = /^[0-9a-f]{64}$/i.test(signature) ? Buffer.from(signature, "hex") : Buffer.alloc(0)
+  return given.length === expected.length && timingSafeEqual(given, expected)
+}
+
+export const LinearWebhooksRoute = Layer.unwrap(
+  Effect.gen(function* () {
+    const connections = yield* LinearConnectionsRepo
+    const deliveries = yield* LinearDeliveriesRepo
+    const outbox = yield* Outbox
+    const sql = yield* SqlClient.SqlClient
+    const { linearWebhookMaxAge } = yield* AppConfig
+    const maxAgeMs = Duration.toMillis(linearWebhookMaxAge)
+
+    const required = (headers: HttpServerRequest.HttpServerRequest["headers"], name: string, max: number) => {
+      const value = headers[name.toLowerCase()]
+      return value === undefined || value.length === 0 || value.length > max ? undefined : value
+    }
+    const missing = (name: string, what: string) =>
+      errorResponse(400, ErrorCodes.invalidHeaders, `The ${name} header is required (${what})`)
+    const refused = (message: string) => errorResponse(401, ErrorCodes.unauthorized, message)
+
+    const handle = (request: HttpServerRequest.HttpServerRequest) =>
+      Effect.gen(function* () {
+        const headers = request.headers
+        const deliveryId = required(headers, "Linear-Delivery", 128)
+        if (deliveryId === undefined) return missing("Linear-Delivery", "1..128 characters")
+        const event = required(headers, "Linear-Event", 64)
+        if (event === undefined) return missing("Linear-Event", "1..64 characters")
+        const timestampText = required(headers, "Linear-Timestamp", 16)
+        const timestamp = timestampText !== undefined && /^\d+$/.test(timestampText) ? Number(timestampText) : undefined
+        if (timestamp === undefined) return missing("Linear-Timestamp", "the send time in Unix milliseconds")
+        const signature = required(headers, "Linear-Signature", 128)
+        if (signature === undefined) return missing("Linear-Signature", "the hex HMAC-SHA256 of the body")
+
+        const read = yield* readWebhookBody(request)
+        if (Result.isFailure(read)) return read.failure
+        const body = read.success
+        const decoded = decodePayload(body)
+        if (Option.isNone(decoded)) return errorResponse(400, ErrorCodes.invalidBody, "The body must be a JSON object")
+        const payload = decoded.value
+        const workspace = typeof payload.organizationId === "string" ? payload.organizationId : undefined
+        const target =
+          workspace === undefined || workspace.length > 128
+            ? Option.none()
+            : yield* connections.webhookTarget(workspace).pipe(Effect.orDie)
+        if (
+          Option.isNone(target) ||
+          !linearSignatureMatches(Redacted.value(target.value.webhookSecret), body, signature)
+        ) {
+          return refused("The signature does not match the webhook secret of a connected Linear workspace")
+        }
+        if (Math.abs(Date.now() - timestamp) > maxAgeMs) {
+          return refused(
+            `The delivery's Linear-Timestamp is more than ${Duration.format(linearWebhookMaxAge)} from now (a replay or a stale retry)`
+          )
+        }
+        const organizationId = target.value.organizationId
+        const handled = HANDLED_LINEAR_EVENTS.has(event)
+        const fresh = yield* outbox
+          .transaction(
+            Effect.gen(function* () {
+              const recorded = yield* deliveries.record(
+                {
+                  deliveryId,
+                  organizationId,
+                  event,
+                  action: typeof payload.action === "string" ? payload.action : null,
+                  payload
+                },
+                handled ? null : `event ${event} is not handled`
+              )
+              if (recorded && handled) {
+                yield* outbox.write("bosun-inbox", LINEAR_DELIVERY_KIND, {
+                  organization_id: organizationId,
+                  delivery_id: deliveryId
+                })
+              }
+              return recorded
+            })
+          )
+          .pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
+        return HttpServerResponse.jsonUnsafe({ data: { accepted: true, duplicate: !fresh } }, { status: 202 })
+      })
+
+    return HttpRouter.add("POST", LINEAR_WEBHOOK_PATH, handle)
+  })
+)

@@ -1,0 +1,40 @@
+/**
+ * The one `bosun-inbox` consumer (spec: What the service does 6, Events 3-5): every source's
+ * deliveries arrive on the same queue as outbox wake-ups, and each row's kind names the handler
+ * (GitHub: `github/GithubInbox.ts`, Linear: `linear/LinearInbox.ts`). A row of a kind with no
+ * handler fails its message, which the queue retries and finally dead-letters for an operator,
+ * rather than being marked done unread.
+ */
+import { Effect, Layer } from "effect"
+import { makeGithubInboxHandler } from "../github/GithubInbox.ts"
+import { GITHUB_DELIVERY_KIND } from "../http/GithubWebhooksHttp.ts"
+import { LINEAR_DELIVERY_KIND } from "../http/LinearWebhooksHttp.ts"
+import { makeLinearInboxHandler } from "../linear/LinearInbox.ts"
+import { Migrator } from "../persistence/Migrator.ts"
+import { Outbox } from "../storage/Outbox.ts"
+import { Queues } from "../storage/Queue.ts"
+
+export const InboxConsumerLive = Layer.effectDiscard(
+  Effect.gen(function* () {
+    const queues = yield* Queues
+    const outbox = yield* Outbox
+    const migrator = yield* Migrator
+    const handlers: ReadonlyMap<string, (payload: unknown) => Effect.Effect<void>> = new Map([
+      [GITHUB_DELIVERY_KIND, yield* makeGithubInboxHandler],
+      [LINEAR_DELIVERY_KIND, yield* makeLinearInboxHandler]
+    ])
+    yield* migrator.awaitReady.pipe(
+      Effect.andThen(
+        queues.consume("bosun-inbox", (message) =>
+          outbox.handle(message, (row) => {
+            const handler = handlers.get(row.kind)
+            return handler === undefined
+              ? Effect.die(new Error(`bosun-inbox has no handler for kind ${row.kind}`))
+              : handler(row.payload)
+          })
+        )
+      ),
+      Effect.forkScoped
+    )
+  })
+)

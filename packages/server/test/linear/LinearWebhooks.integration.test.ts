@@ -1,0 +1,365 @@
+/**
+ * Linear, the tracker (issue 9), over real HTTP: connecting an organization (ADMIN, audited,
+ * secrets sealed and never returned, one owner per workspace); `POST /api/v1/linear/webhooks` with
+ * deliveries signed as Linear signs them (hex HMAC-SHA256 of the body): required headers, bad
+ * signature, stale timestamp, duplicate delivery; and the inbox turning an issue assigned to Bosun,
+ * or a comment mentioning it, into one work item per issue.
+ */
+import { createHmac } from "node:crypto"
+import { eventually } from "@bosun/testing"
+import { assert, layer } from "@effect/vitest"
+import { Duration, Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { errorCode, signIn } from "../support/Identity.ts"
+import { layerTestServer, request } from "../support/TestServer.ts"
+
+const SECRET = "lin_wh_secret_0123456789"
+const BOSUN_USER = "user-bosun"
+
+interface LinearDelivery {
+  readonly id: string
+  readonly event: string
+  readonly payload: Record<string, unknown>
+  readonly secret?: string
+  readonly timestamp?: number
+  readonly omit?: string
+}
+
+const deliver = (delivery: LinearDelivery) => {
+  const body = JSON.stringify(delivery.payload)
+  const headers: Record<string, string> = {
+    "content-type": "application/json",
+    "Linear-Delivery": delivery.id,
+    "Linear-Event": delivery.event,
+    "Linear-Timestamp": String(delivery.timestamp ?? Date.now()),
+    "Linear-Signature": createHmac("sha256", delivery.secret ?? SECRET)
+      .update(body)
+      .digest("hex")
+  }
+  if (delivery.omit !== undefined) delete headers[delivery.omit]
+  return request("/api/v1/linear/webhooks", { method: "POST", headers, body })
+}
+
+const issueAssigned = (workspace: string, issueId: string, extra: Record<string, unknown> = {}) => ({
+  action: "create",
+  type: "Issue",
+  organizationId: workspace,
+  url: `https://linear.app/acme/issue/ENG-${issueId}`,
+  actor: { id: "user-ada", name: "ada" },
+  data: {
+    id: issueId,
+    identifier: `ENG-${issueId}`,
+    title: "Login fails with SSO",
+    description: "Users of the SSO tenant get a 500 after the redirect.",
+    url: `https://linear.app/acme/issue/ENG-${issueId}`,
+    assigneeId: BOSUN_USER
+  },
+  ...extra
+})
+
+const commentOn = (workspace: string, issueId: string, body: string, userId = "user-ada") => ({
+  action: "create",
+  type: "Comment",
+  organizationId: workspace,
+  actor: { id: userId, name: "ada" },
+  data: {
+    id: `comment-${issueId}-${body.length}`,
+    body,
+    issueId,
+    userId,
+    issue: { id: issueId, identifier: `ENG-${issueId}`, title: "Flaky export", url: `https://linear.app/x/${issueId}` }
+  }
+})
+
+const connect = (organization: string, cookie: string, body: Record<string, unknown>) =>
+  request(`/api/v1/organizations/${organization}/linear-connection`, {
+    method: "PUT",
+    headers: { cookie, "content-type": "application/json" },
+    body: JSON.stringify(body)
+  })
+
+const connected = (organization: string, workspace: string) =>
+  Effect.gen(function* () {
+    const admin = yield* signIn(`admin-${organization}`, [[organization, "ADMIN"]])
+    const response = yield* connect(organization, admin.cookie, {
+      linear_organization_id: workspace,
+      webhook_secret: SECRET,
+      access_token: "lin_api_token_secret",
+      app_user_id: BOSUN_USER,
+      app_user_name: "bosun"
+    })
+    assert.strictEqual(response.status, 200, response.text)
+    return admin
+  })
+
+const rowsOf = (deliveryId: string) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const deliveries = yield* sql<{ organization_id: string; event: string; action: string | null }>`
+      SELECT organization_id, event, action FROM linear_deliveries WHERE delivery_id = ${deliveryId}`
+    const outbox = yield* sql<{ queue: string; kind: string }>`
+      SELECT queue, kind FROM outbox WHERE payload->>'delivery_id' = ${deliveryId}`
+    return { deliveries, outbox }
+  })
+
+const processed = (deliveryId: string) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* eventually(
+      sql<{ processed_at: Date | null; ignored_reason: string | null }>`
+        SELECT processed_at, ignored_reason FROM linear_deliveries WHERE delivery_id = ${deliveryId}`,
+      (found) => found[0]?.processed_at != null,
+      Duration.seconds(15)
+    )
+    return rows[0]?.ignored_reason ?? null
+  })
+
+const workItemsOf = (organization: string) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql<{
+      id: string
+      kind: string
+      source: string
+      source_url: string | null
+      title: string
+      summary: string | null
+      state: string
+      phase: string
+      requested_by_login: string | null
+      session_key: string | null
+    }>`SELECT id, kind, source, source_url, title, summary, state, phase, requested_by_login, session_key
+       FROM work_items WHERE organization_id = ${organization} ORDER BY created_at`
+  )
+
+const accepted = (response: { status: number; text: string; json: unknown }) => {
+  assert.strictEqual(response.status, 202, response.text)
+  return (response.json as { data: { accepted: boolean; duplicate: boolean } }).data
+}
+
+layer(layerTestServer(), { excludeTestServices: true })("Linear", (it) => {
+  it.effect("an admin connects a workspace: secrets sealed and never returned; members may read, not write", () =>
+    Effect.gen(function* () {
+      const admin = yield* connected("lin-conn", "ws-conn")
+      const got = yield* request("/api/v1/organizations/lin-conn/linear-connection", {
+        headers: { cookie: admin.cookie }
+      })
+      assert.strictEqual(got.status, 200)
+      const data = (got.json as { data: Record<string, unknown> }).data
+      assert.deepStrictEqual(Object.keys(data).sort(), [
+        "app_user_id",
+        "app_user_name",
+        "created_at",
+        "has_access_token",
+        "linear_organization_id",
+        "updated_at"
+      ])
+      assert.strictEqual(data.linear_organization_id, "ws-conn")
+      assert.strictEqual(data.app_user_id, BOSUN_USER)
+      assert.strictEqual(data.app_user_name, "bosun")
+      assert.strictEqual(data.has_access_token, true)
+      assert.notInclude(got.text, SECRET)
+      assert.notInclude(got.text, "lin_api_token_secret")
+
+      const sql = yield* SqlClient.SqlClient
+      const [stored] = yield* sql<{ webhook_secret: Uint8Array; access_token: Uint8Array }>`
+        SELECT webhook_secret, access_token FROM linear_connections WHERE organization_id = 'lin-conn'`
+      assert.notInclude(Buffer.from(stored?.webhook_secret ?? []).toString("latin1"), SECRET)
+      assert.notInclude(Buffer.from(stored?.access_token ?? []).toString("latin1"), "lin_api_token_secret")
+      const [audit] = yield* sql<{ n: string }>`
+        SELECT count(*)::text AS n FROM audit_events
+        WHERE organization_id = 'lin-conn' AND action = 'linear_connection.connect'`
+      assert.strictEqual(audit?.n, "1")
+
+      const member = yield* signIn("member-lin-conn", [["lin-conn", "MEMBER"]])
+      const refused = yield* connect("lin-conn", member.cookie, { linear_organization_id: "ws-x", webhook_secret: "s" })
+      assert.strictEqual(refused.status, 403)
+      const memberRead = yield* request("/api/v1/organizations/lin-conn/linear-connection", {
+        headers: { cookie: member.cookie }
+      })
+      assert.strictEqual(memberRead.status, 200)
+    })
+  )
+
+  it.effect("a workspace connected to another organization is a 409 and changes nothing", () =>
+    Effect.gen(function* () {
+      yield* connected("lin-owner", "ws-owned")
+      const other = yield* signIn("admin-lin-other", [["lin-other", "ADMIN"]])
+      const taken = yield* connect("lin-other", other.cookie, {
+        linear_organization_id: "ws-owned",
+        webhook_secret: "another"
+      })
+      assert.strictEqual(taken.status, 409, taken.text)
+      assert.strictEqual(errorCode(taken.json), "linear_workspace_taken")
+      const missing = yield* request("/api/v1/organizations/lin-other/linear-connection", {
+        headers: { cookie: other.cookie }
+      })
+      assert.strictEqual(missing.status, 404)
+      const bad = yield* connect("lin-other", other.cookie, { linear_organization_id: "", webhook_secret: "x" })
+      assert.strictEqual(bad.status, 400)
+    })
+  )
+
+  it.effect("an issue assigned to Bosun becomes one work item; the same delivery again is a duplicate", () =>
+    Effect.gen(function* () {
+      yield* connected("lin-issue", "ws-issue")
+      const payload = issueAssigned("ws-issue", "101")
+      const first = yield* deliver({ id: "lin-d-1", event: "Issue", payload })
+      assert.deepStrictEqual(accepted(first), { accepted: true, duplicate: false })
+      const { deliveries, outbox } = yield* rowsOf("lin-d-1")
+      assert.deepStrictEqual(deliveries, [{ organization_id: "lin-issue", event: "Issue", action: "create" }])
+      assert.deepStrictEqual(outbox, [{ queue: "bosun-inbox", kind: "linear.delivery" }])
+      assert.isNull(yield* processed("lin-d-1"))
+
+      const again = yield* deliver({ id: "lin-d-1", event: "Issue", payload })
+      assert.deepStrictEqual(accepted(again), { accepted: true, duplicate: true })
+      assert.strictEqual((yield* rowsOf("lin-d-1")).outbox.length, 1)
+
+      const items = yield* workItemsOf("lin-issue")
+      assert.strictEqual(items.length, 1)
+      const [item] = items
+      assert.deepStrictEqual(
+        { ...item, id: undefined },
+        {
+          id: undefined,
+          kind: "TASK",
+          source: "TRACKER",
+          source_url: "https://linear.app/acme/issue/ENG-101",
+          title: "ENG-101: Login fails with SSO",
+          summary: "Users of the SSO tenant get a 500 after the redirect.",
+          state: "OPEN",
+          phase: "INTAKE",
+          requested_by_login: "ada",
+          session_key: "linear:101"
+        }
+      )
+
+      // Another delivery about the same issue (re-assigned) finds the same work item.
+      const reassigned = yield* deliver({
+        id: "lin-d-2",
+        event: "Issue",
+        payload: issueAssigned("ws-issue", "101", { action: "update", updatedFrom: { assigneeId: null } })
+      })
+      assert.deepStrictEqual(accepted(reassigned), { accepted: true, duplicate: false })
+      assert.strictEqual(yield* processed("lin-d-2"), `the issue already has work item ${item?.id}`)
+      assert.strictEqual((yield* workItemsOf("lin-issue")).length, 1)
+
+      // An issue assigned to someone else, or updated without a new assignee, is not Bosun's work.
+      const theirs = yield* deliver({
+        id: "lin-d-3",
+        event: "Issue",
+        payload: issueAssigned("ws-issue", "102", { data: { id: "102", title: "Not ours", assigneeId: "user-ada" } })
+      })
+      accepted(theirs)
+      assert.strictEqual(yield* processed("lin-d-3"), "the issue was not just assigned to Bosun")
+      const edited = yield* deliver({
+        id: "lin-d-4",
+        event: "Issue",
+        payload: issueAssigned("ws-issue", "103", { action: "update", updatedFrom: { title: "old" } })
+      })
+      accepted(edited)
+      assert.strictEqual(yield* processed("lin-d-4"), "the issue was not just assigned to Bosun")
+      assert.strictEqual((yield* workItemsOf("lin-issue")).length, 1)
+    })
+  )
+
+  it.effect("a comment mentioning @bosun starts a work item; later comments are follow-ups of it", () =>
+    Effect.gen(function* () {
+      yield* connected("lin-comment", "ws-comment")
+      accepted(
+        yield* deliver({
+          id: "lin-c-0",
+          event: "Comment",
+          payload: commentOn("ws-comment", "201", "someone should look at this")
+        })
+      )
+      assert.strictEqual(yield* processed("lin-c-0"), "the comment does not mention Bosun")
+      accepted(
+        yield* deliver({
+          id: "lin-c-1",
+          event: "Comment",
+          payload: commentOn("ws-comment", "201", "@Bosun can you fix the export?")
+        })
+      )
+      assert.isNull(yield* processed("lin-c-1"))
+      const [item] = yield* workItemsOf("lin-comment")
+      assert.strictEqual(item?.title, "ENG-201: Flaky export")
+      assert.strictEqual(item?.summary, "@Bosun can you fix the export?")
+      assert.strictEqual(item?.session_key, "linear:201")
+
+      accepted(
+        yield* deliver({ id: "lin-c-2", event: "Comment", payload: commentOn("ws-comment", "201", "also the CSV one") })
+      )
+      assert.strictEqual(
+        yield* processed("lin-c-2"),
+        `a follow-up to work item ${item?.id}; follow-up runs are not built yet`
+      )
+      accepted(
+        yield* deliver({
+          id: "lin-c-3",
+          event: "Comment",
+          payload: commentOn("ws-comment", "202", "@bosun on it", BOSUN_USER)
+        })
+      )
+      assert.strictEqual(yield* processed("lin-c-3"), "Bosun's own comment")
+      assert.strictEqual((yield* workItemsOf("lin-comment")).length, 1)
+    })
+  )
+
+  it.effect("an event the inbox does not handle is recorded as ignored, with no inbox row", () =>
+    Effect.gen(function* () {
+      yield* connected("lin-other-event", "ws-other-event")
+      const response = yield* deliver({
+        id: "lin-p-1",
+        event: "Project",
+        payload: { action: "create", type: "Project", organizationId: "ws-other-event", data: { id: "p1" } }
+      })
+      assert.deepStrictEqual(accepted(response), { accepted: true, duplicate: false })
+      const { deliveries, outbox } = yield* rowsOf("lin-p-1")
+      assert.strictEqual(deliveries.length, 1)
+      assert.strictEqual(outbox.length, 0)
+    })
+  )
+
+  it.effect(
+    "a missing header is a 400 naming it; a bad signature, a stale timestamp or an unknown workspace is a 401; none writes a row",
+    () =>
+      Effect.gen(function* () {
+        yield* connected("lin-bad", "ws-bad")
+        const payload = issueAssigned("ws-bad", "301")
+        for (const header of ["Linear-Delivery", "Linear-Event", "Linear-Timestamp", "Linear-Signature"]) {
+          const response = yield* deliver({ id: `lin-bad-${header}`, event: "Issue", payload, omit: header })
+          assert.strictEqual(response.status, 400, `${header}: ${response.text}`)
+          assert.strictEqual(errorCode(response.json), "invalid_header")
+          assert.include((response.json as { error: { message: string } }).error.message, header)
+        }
+        const cases: ReadonlyArray<LinearDelivery> = [
+          { id: "lin-bad-sig", event: "Issue", payload, secret: "not-the-secret" },
+          { id: "lin-bad-stale", event: "Issue", payload, timestamp: Date.now() - 120_000 },
+          { id: "lin-bad-future", event: "Issue", payload, timestamp: Date.now() + 120_000 },
+          { id: "lin-bad-workspace", event: "Issue", payload: issueAssigned("ws-unknown", "302") }
+        ]
+        for (const delivery of cases) {
+          const response = yield* deliver(delivery)
+          assert.strictEqual(response.status, 401, `${delivery.id}: ${response.text}`)
+          assert.strictEqual(errorCode(response.json), "unauthorized")
+        }
+        const notJson = yield* request("/api/v1/linear/webhooks", {
+          method: "POST",
+          headers: {
+            "Linear-Delivery": "lin-bad-body",
+            "Linear-Event": "Issue",
+            "Linear-Timestamp": String(Date.now()),
+            "Linear-Signature": createHmac("sha256", SECRET).update("[1]").digest("hex")
+          },
+          body: "[1]"
+        })
+        assert.strictEqual(notJson.status, 400)
+        const sql = yield* SqlClient.SqlClient
+        const [rows] = yield* sql<{ n: string }>`
+        SELECT count(*)::text AS n FROM linear_deliveries WHERE delivery_id LIKE 'lin-bad-%'`
+        assert.strictEqual(rows?.n, "0")
+        assert.strictEqual((yield* workItemsOf("lin-bad")).length, 0)
+      })
+  )
+})
