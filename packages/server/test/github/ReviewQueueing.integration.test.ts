@@ -6,38 +6,23 @@
  * queued review superseded by a newer push. The Scheduler claims what is queued and its attempts
  * fail without an agent; only the columns a claim does not change are asserted on claimed runs.
  */
-import { generateKeyPairSync } from "node:crypto"
 import { DEFAULT_CONFIGURATION, type ReviewPolicy } from "@bosun/domain"
 import { eventually, FakeGithub } from "@bosun/testing"
 import { assert, layer } from "@effect/vitest"
-import { Duration, Effect, Layer, Redacted } from "effect"
+import { Duration, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { commentMarker } from "../../src/github/GithubEffects.ts"
 import { ConfigurationRepo } from "../../src/persistence/ConfigurationRepo.ts"
-import { GithubAppsRepo } from "../../src/persistence/GithubAppsRepo.ts"
-import { OrganizationsRepo } from "../../src/persistence/OrganizationsRepo.ts"
-import { APP_ID, deliver, processed, SECRET } from "../support/GithubDeliveries.ts"
+import { processed } from "../support/GithubDeliveries.ts"
 import { signIn } from "../support/Identity.ts"
-import { layerTestServer, request } from "../support/TestServer.ts"
+import { deliveries, installApp, layerServerWithFakeGithub, type Tenant } from "../support/InstalledApp.ts"
+import { request } from "../support/TestServer.ts"
 
-const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 })
 const SLUG = "bosun-review"
 const HEAD = "a".repeat(40)
 const BASE = "b".repeat(40)
 
-const Server = Layer.unwrap(
-  Effect.map(FakeGithub, (fake) => layerTestServer({ settings: { githubApiUrl: new URL(fake.apiUrl) } }))
-).pipe(Layer.provideMerge(FakeGithub.layer))
-
-/** One organization of the test: its GitHub account, the App's installation and its repository acme-N/api. */
-interface Tenant {
-  readonly org: string
-  readonly account: { readonly id: number; readonly login: string }
-  readonly installationId: number
-  readonly githubRepositoryId: number
-  /** `owner/name` on GitHub. */
-  readonly fullName: string
-}
+const Server = layerServerWithFakeGithub
 
 const tenant = (org: string, n: number): Tenant => ({
   org,
@@ -47,66 +32,10 @@ const tenant = (org: string, n: number): Tenant => ({
   fullName: `acme-${n}/api`
 })
 
-let sent = 0
-/** Sends a signed delivery; answers its id and the route's `{accepted, duplicate}`. */
-const send = (event: string, body: string, id = `review-queueing-${sent++}`) =>
-  Effect.map(deliver({ id, event, body }), (response) => {
-    assert.strictEqual(response.status, 202, response.text)
-    return { id, answer: (response.json as { data: { accepted: boolean; duplicate: boolean } }).data }
-  })
+const { send, sendNew } = deliveries("review-queueing")
 
-/** Sends a delivery GitHub has not sent before; answers its id. */
-const sendNew = (event: string, body: string) =>
-  Effect.map(send(event, body), ({ id, answer }) => {
-    assert.deepStrictEqual(answer, { accepted: true, duplicate: false })
-    return id
-  })
-
-/**
- * The organization linked to the tenant's account with the App (real key, registered with the fake
- * GitHub), installed on acme-N/api; an `installation` created delivery brings the repository.
- * Answers the repository's id.
- */
-const setUp = (t: Tenant) =>
-  Effect.gen(function* () {
-    const fake = yield* FakeGithub
-    const sql = yield* SqlClient.SqlClient
-    fake.addApp({
-      clientId: "Iv1.review-queueing",
-      clientSecret: "review-queueing-secret",
-      appId: APP_ID,
-      publicKey: publicKey.export({ type: "spki", format: "pem" }).toString(),
-      slug: SLUG
-    })
-    const account = { ...t.account, type: "Organization" } as const
-    fake.addInstallation({ id: t.installationId, appId: APP_ID, account, repositories: [t.fullName] })
-    yield* (yield* OrganizationsRepo).ensure(t.org)
-    // Linked up front: every organization here shares the App, and a delivery goes to the one
-    // mirroring its account (an unlinked organization would take any account's deliveries).
-    yield* sql`UPDATE organizations SET github_account_id = ${t.account.id} WHERE id = ${t.org}`
-    yield* (yield* GithubAppsRepo).upsert(t.org, {
-      githubAppId: APP_ID,
-      slug: SLUG,
-      clientId: "Iv1.review-queueing",
-      clientSecret: Redacted.make("review-queueing-secret"),
-      privateKey: Redacted.make(privateKey.export({ type: "pkcs8", format: "pem" }).toString()),
-      webhookSecret: Redacted.make(SECRET)
-    })
-    const installed = yield* sendNew(
-      "installation",
-      JSON.stringify({
-        action: "created",
-        installation: { id: t.installationId, account, app_id: APP_ID, target_type: "Organization" },
-        repositories: [{ id: t.githubRepositoryId, name: "api", full_name: t.fullName, private: true }],
-        sender: { id: 1, login: "octocat" }
-      })
-    )
-    assert.isNull(yield* processed(installed))
-    const [repository] = yield* sql<{ id: string }>`
-      SELECT id FROM repositories WHERE organization_id = ${t.org} AND github_repository_id = ${t.githubRepositoryId}`
-    assert.isDefined(repository)
-    return repository?.id ?? ""
-  })
+/** The tenant's organization with the App installed on its repository; answers the repository's id. */
+const setUp = (t: Tenant) => installApp(t, { slug: SLUG, clientId: "Iv1.review-queueing" }, sendNew)
 
 interface PullRequestDelivery {
   readonly action: string
