@@ -13,7 +13,7 @@ import { GithubAppApi } from "./GithubAppApi.ts"
 import { HealthApi } from "./HealthApi.ts"
 import { IdentityApi } from "./IdentityApi.ts"
 import { InstanceApi } from "./InstanceApi.ts"
-import { LinearApi } from "./LinearApi.ts"
+import { LinearApi, LinearWebhookApi } from "./LinearApi.ts"
 import { MemoriesApi } from "./MemoriesApi.ts"
 import { RequestValidation } from "./Middleware.ts"
 import { PullRequestsApi } from "./PullRequestsApi.ts"
@@ -40,5 +40,6 @@ export class BosunApi extends HttpApi.make("bosun")
   .add(ComposioApi)
   .add(GithubAppApi)
   .add(LinearApi)
+  .add(LinearWebhookApi)
   .add(SecretRotationsApi)
   .middleware(RequestValidation) {}

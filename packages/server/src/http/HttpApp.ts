@@ -26,7 +26,7 @@ import { HealthHttp } from "./HealthHttp.ts"
 import { IdentityHttp } from "./IdentityHttp.ts"
 import { InstanceHttp } from "./InstanceHttp.ts"
 import { LinearHttp } from "./LinearHttp.ts"
-import { LinearWebhooksRoute } from "./LinearWebhooksHttp.ts"
+import { LinearWebhooksHttp } from "./LinearWebhooksHttp.ts"
 import { MemoriesHttp } from "./MemoriesHttp.ts"
 import { PullRequestsHttp } from "./PullRequestsHttp.ts"
 import { RepositoriesHttp } from "./RepositoriesHttp.ts"
@@ -57,16 +57,18 @@ const BosunApiRoutes = HttpApiBuilder.layer(BosunApi, { openapiPath: "/api/v1/op
     DeepScansHttp,
     AgentConnectionHttp,
     ComposioHttp,
-    LinearHttp
+    LinearHttp,
+    LinearWebhooksHttp
   ]),
   Layer.provide([RequestValidationLayer, BootstrapAuthLive, SessionAuthLive])
 )
 
 /**
- * Every route: the `BosunApi` contract's, and the webhooks, which verify signatures over the raw
- * body and so are plain router routes.
+ * Every route: the `BosunApi` contract's, and GitHub's webhook, which the spec does not list and
+ * so is a plain router route (it verifies its signature over the raw body, as the Linear
+ * webhook's raw handler does).
  */
-export const ApiRoutes = Layer.mergeAll(BosunApiRoutes, GithubWebhooksRoute, LinearWebhooksRoute)
+export const ApiRoutes = Layer.mergeAll(BosunApiRoutes, GithubWebhooksRoute)
 
 /**
  * The router. Path parameters may be up to 1024 characters at the router so that the spec's

@@ -14,21 +14,22 @@
  *   outbox row are written in one transaction. A delivery id already recorded answers
  *   `duplicate: true` and writes nothing; other events are recorded as ignored.
  *
- * Answer: 202 `{data: {accepted, duplicate}}` (the spec's shape).
+ * Answer: 202 `{data: {accepted, duplicate}}` (the spec's shape). The endpoint is in the `BosunApi`
+ * contract (`LinearWebhookApi`, so the OpenAPI document describes it) and handled raw: nothing is
+ * decoded before the signature is checked over the exact bytes.
  */
 import { createHmac, timingSafeEqual } from "node:crypto"
-import { ErrorCodes } from "@bosun/domain"
-import { Duration, Effect, Layer, Option, Redacted, Result, Schema } from "effect"
-import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
+import { BosunApi, ErrorCodes } from "@bosun/domain"
+import { Duration, Effect, Option, Redacted, Result, Schema } from "effect"
+import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/AppConfig.ts"
 import { LinearConnectionsRepo } from "../persistence/LinearConnectionsRepo.ts"
 import { LinearDeliveriesRepo } from "../persistence/LinearDeliveriesRepo.ts"
 import { Outbox } from "../storage/Outbox.ts"
+import { group } from "./ApiGroup.ts"
 import { errorResponse } from "./RequestPipeline.ts"
 import { readWebhookBody } from "./WebhookBody.ts"
-
-export const LINEAR_WEBHOOK_PATH = "/api/v1/linear/webhooks"
 
 /** The outbox kind of a Linear delivery for the inbox consumer. */
 export const LINEAR_DELIVERY_KIND = "linear.delivery"
@@ -45,8 +46,10 @@ export const linearSignatureMatches = (secret: string, body: string, signature: 
   return given.length === expected.length && timingSafeEqual(given, expected)
 }
 
-export const LinearWebhooksRoute = Layer.unwrap(
-  Effect.gen(function* () {
+export const LinearWebhooksHttp = group(
+  BosunApi,
+  "linearWebhooks",
+  Effect.fn(function* (handlers) {
     const connections = yield* LinearConnectionsRepo
     const deliveries = yield* LinearDeliveriesRepo
     const outbox = yield* Outbox
@@ -125,6 +128,6 @@ export const LinearWebhooksRoute = Layer.unwrap(
         return HttpServerResponse.jsonUnsafe({ data: { accepted: true, duplicate: !fresh } }, { status: 202 })
       })
 
-    return HttpRouter.add("POST", LINEAR_WEBHOOK_PATH, handle)
+    return handlers.handleRaw("receive", ({ request }) => handle(request))
   })
 )
