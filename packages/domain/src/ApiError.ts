@@ -114,5 +114,11 @@ export const ErrorCodes = {
   /** The provider's usage endpoint failed or refused the key (502). */
   providerUnavailable: "provider_unavailable",
   /** The Linear workspace is connected to another organization (409). */
-  linearWorkspaceTaken: "linear_workspace_taken"
+  linearWorkspaceTaken: "linear_workspace_taken",
+  /** The Slack workspace is connected to another organization (409). */
+  slackWorkspaceTaken: "slack_workspace_taken",
+  /** Slack refused the bot token (400). */
+  slackTokenInvalid: "slack_token_invalid",
+  /** Slack could not be reached or failed (502). */
+  slackUnavailable: "slack_unavailable"
 } as const

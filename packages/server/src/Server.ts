@@ -22,7 +22,7 @@ import { AppConfig } from "./config/AppConfig.ts"
 import { InstanceSecrets } from "./config/InstanceSecrets.ts"
 import { SecretRotation } from "./crypto/SecretRotation.ts"
 import { Secrets } from "./crypto/Secrets.ts"
-import { GithubEffectsLive } from "./github/GithubEffects.ts"
+import { EffectsConsumerLive } from "./effects/EffectsConsumer.ts"
 import { ApiRoutes, serve } from "./http/HttpApp.ts"
 import { OrgAccess } from "./http/OrgAccess.ts"
 import { InboxConsumerLive } from "./inbox/InboxConsumer.ts"
@@ -48,6 +48,7 @@ import { RepositoriesRepo } from "./persistence/RepositoriesRepo.ts"
 import { ReviewFindingsRepo } from "./persistence/ReviewFindingsRepo.ts"
 import { SecretRotationRepo } from "./persistence/SecretRotationRepo.ts"
 import { SessionsRepo } from "./persistence/SessionsRepo.ts"
+import { SlackConnectionsRepo } from "./persistence/SlackConnectionsRepo.ts"
 import { UsersRepo } from "./persistence/UsersRepo.ts"
 import { WorkflowRunsRepo } from "./persistence/WorkflowRunsRepo.ts"
 import { WorkItemsRepo } from "./persistence/WorkItemsRepo.ts"
@@ -55,7 +56,9 @@ import { Composio } from "./providers/Composio.ts"
 import { GitHubApp } from "./providers/GitHubApp.ts"
 import { GitHubOAuth } from "./providers/GitHubOAuth.ts"
 import { GitHubPulls } from "./providers/GitHubPulls.ts"
+import { LinearTracker } from "./providers/LinearTracker.ts"
 import { UsageSourceLive } from "./providers/ProviderUsage.ts"
+import { SlackChat } from "./providers/SlackChat.ts"
 import { AgentRuntime } from "./runtime/AgentRuntime.ts"
 import { StorageLive } from "./storage/StorageLive.ts"
 
@@ -97,6 +100,7 @@ export const appServices = (options: { readonly rotationWorker: boolean }) =>
         GithubDeliveriesRepo.layer,
         LinearConnectionsRepo.layer,
         LinearDeliveriesRepo.layer,
+        SlackConnectionsRepo.layer,
         OrganizationSecretsRepo.layer,
         SecretRotationRepo.layer,
         UsersRepo.layer,
@@ -126,6 +130,8 @@ export const AppServicesLive = appServices({ rotationWorker: true })
 /** The clients that act as the organization's GitHub App; they need the cache besides the services. */
 export const AppProvidersLive = Layer.mergeAll(
   GitHubPulls.layer.pipe(Layer.provideMerge(GitHubApp.layer)),
+  SlackChat.layer,
+  LinearTracker.layer,
   UsageSourceLive
 )
 
@@ -188,7 +194,7 @@ export const makeServerLive = <E, R>(workflowTypes: Layer.Layer<WorkflowTypes, E
     // The server starts listening only once everything its routes use is built: a request that
     // arrived before the routes were installed would never be answered.
     Layer.provideMerge(HttpLive(ApiRoutes).pipe(Layer.provideMerge(NodeServerLive))),
-    Layer.provideMerge(Layer.mergeAll(InboxConsumerLive, GithubEffectsLive)),
+    Layer.provideMerge(Layer.mergeAll(InboxConsumerLive, EffectsConsumerLive)),
     Layer.provideMerge(layerClusterRunner(workflowTypes)),
     Layer.provideMerge(AppProvidersLive),
     Layer.provideMerge(AppServicesLive),

@@ -16,11 +16,13 @@ import { layerJsonLogger } from "../observability/JsonLogger.ts"
 import { DatabaseCliLive } from "../persistence/Database.ts"
 import { Migrator } from "../persistence/Migrator.ts"
 import { appServices } from "../Server.ts"
+import { CacheAndQueuesLive } from "../storage/StorageLive.ts"
 import { BOSUN_VERSION } from "../Version.ts"
 import { CliFailure } from "./CliFailure.ts"
 import { discover } from "./commands/agentConnection.ts"
 import { keys } from "./commands/keys.ts"
 import { link } from "./commands/organizations.ts"
+import { list as listDeadLetters, replay as replayDeadLetters } from "./commands/queues.ts"
 import { rotate, status } from "./commands/secrets.ts"
 import { create as createSession } from "./commands/sessions.ts"
 import { grant, revoke } from "./commands/users.ts"
@@ -63,9 +65,29 @@ const agentConnection = Command.make("agent-connection").pipe(
   Command.withSubcommands([discover.pipe(Command.provide(services(false)))])
 )
 
+/** The queues on the configured backend (Redis Streams, or Postgres on the embedded default). */
+const queueServices = CacheAndQueuesLive.pipe(
+  Layer.provideMerge(Migrator.layer),
+  Layer.tap((context) => Context.get(context, Migrator).awaitReady),
+  Layer.provideMerge(DatabaseCliLive),
+  Layer.provideMerge(InstanceSecrets.layer),
+  Layer.provideMerge(AppConfig.layer)
+)
+
+const queues = Command.make("queues").pipe(
+  Command.withDescription("Queues and their dead letters"),
+  Command.withSubcommands([
+    Command.make("dead-letters").pipe(
+      Command.withDescription("Dead-letter queues: messages that failed five deliveries"),
+      Command.withSubcommands([listDeadLetters, replayDeadLetters]),
+      Command.provide(queueServices)
+    )
+  ])
+)
+
 const bosun = Command.make("bosun").pipe(
   Command.withDescription("Bosun operator commands"),
-  Command.withSubcommands([keys, secrets, sessions, users, organizations, agentConnection])
+  Command.withSubcommands([keys, secrets, sessions, users, organizations, agentConnection, queues])
 )
 
 /** The line a failure prints: none for parse errors and help, which the CLI has already shown. */

@@ -121,6 +121,10 @@ export interface AppSettings {
   readonly composioApiUrl: URL
   /** OpenRouter's API, where the UsageCache reads an organization's key usage. */
   readonly openRouterApiUrl: URL
+  /** Slack's Web API base (`…/api/`), which `@slack/web-api` calls: https, or plain http on a loopback host only. */
+  readonly slackApiUrl: URL
+  /** Linear's GraphQL endpoint, which `@linear/sdk` calls: https, or plain http on a loopback host only. */
+  readonly linearApiUrl: URL
   /** Absent: connected apps answer 503 until the operator sets `BOSUN_COMPOSIO_API_KEY`. */
   readonly composioApiKey: Option.Option<Redacted.Redacted<string>>
   /** Where EXTERNAL_RUNTIME attempts run (README: Agent runtime). */
@@ -350,6 +354,8 @@ export const appConfig: Config.Config<AppSettings> = Config.all({
   githubApiUrl: Config.URL("BOSUN_GITHUB_API_URL").pipe(Config.withDefault(new URL("https://api.github.com"))),
   composioApiUrl: credentialedApiUrl("BOSUN_COMPOSIO_API_URL", "https://backend.composio.dev"),
   openRouterApiUrl: credentialedApiUrl("BOSUN_OPENROUTER_API_URL", "https://openrouter.ai/api/v1"),
+  slackApiUrl: credentialedApiUrl("BOSUN_SLACK_API_URL", "https://slack.com/api/"),
+  linearApiUrl: credentialedApiUrl("BOSUN_LINEAR_API_URL", "https://api.linear.app/graphql"),
   composioApiKey: optionalRedacted("BOSUN_COMPOSIO_API_KEY"),
   runtime: runtimeConfig,
   cluster: clusterConfig,

@@ -33,6 +33,7 @@ import { RepositoriesHttp } from "./RepositoriesHttp.ts"
 import { RequestPipelineLayer } from "./RequestPipeline.ts"
 import { SecretRotationsHttp } from "./SecretRotationsHttp.ts"
 import { SessionAuthLive } from "./SessionAuth.ts"
+import { SlackHttp } from "./SlackHttp.ts"
 import { RequestValidationLayer } from "./Validation.ts"
 import { WorkflowRunsHttp } from "./WorkflowRunsHttp.ts"
 import { WorkItemsHttp } from "./WorkItemsHttp.ts"
@@ -58,7 +59,8 @@ const BosunApiRoutes = HttpApiBuilder.layer(BosunApi, { openapiPath: "/api/v1/op
     AgentConnectionHttp,
     ComposioHttp,
     LinearHttp,
-    LinearWebhooksHttp
+    LinearWebhooksHttp,
+    SlackHttp
   ]),
   Layer.provide([RequestValidationLayer, BootstrapAuthLive, SessionAuthLive])
 )

@@ -66,6 +66,10 @@ export class LinearConnectionsRepo extends Context.Service<
       linearOrganizationId: string
     ) => Effect.Effect<Option.Option<LinearWebhookTarget>, SecretsError>
     readonly identity: (organizationId: string) => Effect.Effect<Option.Option<LinearIdentity>>
+    /** The opened API token, for the Linear client; none without a connection or a token. */
+    readonly accessToken: (
+      organizationId: string
+    ) => Effect.Effect<Option.Option<Redacted.Redacted<string>>, SecretsError>
   }
 >()("bosun/server/persistence/LinearConnectionsRepo") {
   static readonly layer = Layer.effect(
@@ -134,7 +138,14 @@ export class LinearConnectionsRepo extends Context.Service<
         }))
       })
 
-      return LinearConnectionsRepo.of({ upsert, find, remove, webhookTarget, identity })
+      const accessToken = Effect.fn("LinearConnectionsRepo.accessToken")(function* (organizationId: string) {
+        const [row] = yield* sql<{ access_token: Uint8Array | null }>`
+          SELECT access_token FROM linear_connections WHERE organization_id = ${organizationId}`.pipe(Effect.orDie)
+        if (row === undefined || row.access_token === null) return Option.none()
+        return Option.some(yield* secrets.open(row.access_token, place(organizationId, "access_token")))
+      })
+
+      return LinearConnectionsRepo.of({ upsert, find, remove, webhookTarget, identity, accessToken })
     })
   )
 }

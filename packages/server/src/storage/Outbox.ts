@@ -9,10 +9,15 @@
  * it done after the work succeeds, so a duplicate wake-up does no work twice once a row is done.
  * The relay locks the rows it sends (`FOR UPDATE SKIP LOCKED`), so several servers do not send
  * the same row at once.
+ *
+ * A row whose work failed on the wake-up's last delivery (the queue dead-letters it) is marked
+ * `dead_lettered_at`, and the relay leaves it alone: only an operator's replay of the dead letter
+ * brings it back (its first handling clears the mark), so a failing effect does not go round once
+ * per resend period for ever.
  */
-import { Context, Data, Duration, Effect, Layer, Option, Schema } from "effect"
+import { Cause, Context, Data, Duration, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { type QueueMessage, type QueueName, Queues } from "./Queue.ts"
+import { MAX_DELIVERIES, type QueueMessage, type QueueName, Queues } from "./Queue.ts"
 
 export class OutboxError extends Data.TaggedError("OutboxError")<{
   readonly message: string
@@ -129,11 +134,38 @@ export class Outbox extends Context.Service<
             const wakeUp = yield* decodeWakeUp(message.body).pipe(
               Effect.mapError(() => new OutboxError({ message: "the message is not an outbox wake-up" }))
             )
-            const [row] = yield* sql<{ id: string; queue: QueueName; kind: string; payload: unknown; done: boolean }>`
-              SELECT id::text AS id, queue, kind, payload, done_at IS NOT NULL AS done FROM outbox
-              WHERE id = ${Number(wakeUp.outbox_id)}`.pipe(Effect.mapError(failure("read outbox row")))
+            const [row] = yield* sql<{
+              id: string
+              queue: QueueName
+              kind: string
+              payload: unknown
+              done: boolean
+              dead: boolean
+            }>`
+              SELECT id::text AS id, queue, kind, payload, done_at IS NOT NULL AS done,
+                     dead_lettered_at IS NOT NULL AS dead
+              FROM outbox WHERE id = ${Number(wakeUp.outbox_id)}`.pipe(Effect.mapError(failure("read outbox row")))
             if (row === undefined || row.done) return
-            yield* work({ id: row.id, queue: row.queue, kind: row.kind, payload: row.payload })
+            if (row.dead) {
+              // A replayed dead letter: the relay may send it again should this wake-up be lost.
+              yield* sql`UPDATE outbox SET dead_lettered_at = NULL, enqueued_at = now() WHERE id = ${Number(row.id)}`.pipe(
+                Effect.mapError(failure("clear the dead-letter mark"))
+              )
+            }
+            yield* work({ id: row.id, queue: row.queue, kind: row.kind, payload: row.payload }).pipe(
+              Effect.onError((cause) =>
+                message.deliveries < MAX_DELIVERIES || Cause.hasInterruptsOnly(cause)
+                  ? Effect.void
+                  : sql`UPDATE outbox SET dead_lettered_at = now() WHERE id = ${Number(row.id)}`.pipe(
+                      Effect.catch((error) =>
+                        Effect.logWarning("outbox_dead_letter_mark_failed").pipe(
+                          Effect.annotateLogs({ outbox_id: row.id, error: error.message })
+                        )
+                      ),
+                      Effect.asVoid
+                    )
+              )
+            )
             yield* sql`UPDATE outbox SET done_at = now() WHERE id = ${Number(row.id)} AND done_at IS NULL`.pipe(
               Effect.mapError(failure("mark outbox row done"))
             )
@@ -144,7 +176,7 @@ export class Outbox extends Context.Service<
             Effect.gen(function* () {
               const rows = yield* sql<{ id: string; queue: QueueName; kind: string }>`
                 SELECT id::text AS id, queue, kind FROM outbox
-                WHERE done_at IS NULL
+                WHERE done_at IS NULL AND dead_lettered_at IS NULL
                   AND ((enqueued_at IS NULL AND created_at < now() - make_interval(secs => ${graceMs / 1000}))
                     OR enqueued_at < now() - make_interval(secs => ${resendMs / 1000}))
                 ORDER BY id LIMIT 500

@@ -1,7 +1,8 @@
 /**
  * The transactional outbox over real Postgres (and the Postgres queue adapter): wake-ups go out
  * after commit and never for a rolled-back row; a lost send is relayed within the relay period;
- * a row already done is never worked twice.
+ * a row already done is never worked twice; a row whose wake-up was dead-lettered is left alone
+ * by the relay until an operator replays it.
  */
 import { eventually, TestDatabase } from "@bosun/testing"
 import { assert, layer } from "@effect/vitest"
@@ -137,5 +138,53 @@ layer(Stack, { excludeTestServices: true, timeout: "60 seconds" })("Outbox", (it
       assert.strictEqual(work, 1)
       assert.strictEqual(yield* outbox.relayOnce, 0)
     })
+  )
+
+  it.effect(
+    "a row whose work fails every delivery is dead-lettered, never relayed again, and worked once when replayed",
+    () =>
+      Effect.gen(function* () {
+        const outbox = yield* Outbox
+        const queues = yield* Queues
+        const sql = yield* SqlClient.SqlClient
+        let failing = true
+        let attempts = 0
+        const worked: Array<string> = []
+        yield* Effect.forkScoped(
+          queues.consume("bosun-effects", (m) =>
+            outbox.handle(m, (row) =>
+              Effect.suspend(() => {
+                attempts++
+                return failing
+                  ? Effect.fail(new Error("the provider answered 500"))
+                  : Effect.sync(() => void worked.push(row.id))
+              })
+            )
+          )
+        )
+        const id = yield* outbox.transaction(outbox.write("bosun-effects", "slack.message", { key: "k-dead" }))
+        yield* Effect.orDie(eventually(queues.deadLetters.count("bosun-effects"), (n) => n === 1))
+        assert.strictEqual(attempts, 5)
+        const [letter] = yield* queues.deadLetters.list("bosun-effects")
+        assert.include(letter?.lastError ?? "", "the provider answered 500")
+        const marked = yield* sql<{ dead: boolean }>`
+        SELECT dead_lettered_at IS NOT NULL AS dead FROM outbox WHERE id = ${Number(id)}`.pipe(Effect.orDie)
+        assert.deepStrictEqual(marked, [{ dead: true }])
+        // Long past the resend period: an undone row would be relayed now; a dead-lettered one is not.
+        yield* sql`UPDATE outbox SET enqueued_at = now() - interval '1 hour' WHERE id = ${Number(id)}`.pipe(
+          Effect.orDie
+        )
+        assert.strictEqual(yield* outbox.relayOnce, 0)
+        assert.strictEqual(attempts, 5)
+
+        failing = false
+        assert.strictEqual(yield* queues.deadLetters.replay("bosun-effects"), 1)
+        yield* Effect.orDie(eventually(rowState(id), (state) => state?.done === true))
+        assert.deepStrictEqual(worked, [id])
+        const cleared = yield* sql<{ dead: boolean }>`
+        SELECT dead_lettered_at IS NOT NULL AS dead FROM outbox WHERE id = ${Number(id)}`.pipe(Effect.orDie)
+        assert.deepStrictEqual(cleared, [{ dead: false }])
+        assert.strictEqual(yield* queues.deadLetters.count("bosun-effects"), 0)
+      })
   )
 })

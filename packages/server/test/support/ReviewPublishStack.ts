@@ -8,11 +8,13 @@ import { generateKeyPairSync } from "node:crypto"
 import { FakeGithub } from "@bosun/testing"
 import { Duration, Effect, Layer, Redacted } from "effect"
 import { AppConfig } from "../../src/config/AppConfig.ts"
-import { GithubEffectsLive } from "../../src/github/GithubEffects.ts"
+import { EffectsConsumerLive } from "../../src/effects/EffectsConsumer.ts"
 import { GithubAppsRepo } from "../../src/persistence/GithubAppsRepo.ts"
 import { OrganizationsRepo } from "../../src/persistence/OrganizationsRepo.ts"
 import { GitHubApp } from "../../src/providers/GitHubApp.ts"
 import { GitHubPulls } from "../../src/providers/GitHubPulls.ts"
+import { LinearTracker } from "../../src/providers/LinearTracker.ts"
+import { SlackChat } from "../../src/providers/SlackChat.ts"
 import { layerMemory } from "../../src/storage/CacheMemory.ts"
 import { Outbox } from "../../src/storage/Outbox.ts"
 import { layerPostgres } from "../../src/storage/QueuePostgres.ts"
@@ -65,8 +67,9 @@ export const layerReviewPublishStack = (org: string, repository: string) => {
       Layer.unwrap(
         Effect.map(FakeGithub, (fake) => {
           const config = Layer.succeed(AppConfig, AppConfig.of(testSettings({ githubApiUrl: new URL(fake.apiUrl) })))
-          return GithubEffectsLive.pipe(
+          return EffectsConsumerLive.pipe(
             Layer.provideMerge(Outbox.layer(OUTBOX)),
+            Layer.provideMerge(Layer.merge(SlackChat.layer, LinearTracker.layer)),
             Layer.provideMerge(layerPostgres(QUEUES)),
             Layer.provideMerge(GitHubPulls.layer),
             Layer.provideMerge(GitHubApp.layer),

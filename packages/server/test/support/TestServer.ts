@@ -18,7 +18,7 @@ import { layerClusterRunner } from "../../src/cluster/ClusterLive.ts"
 import { WorkflowTypesLive } from "../../src/cluster/WorkflowTypesLive.ts"
 import { AppConfig, type AppSettings, type MasterKeySettings } from "../../src/config/AppConfig.ts"
 import { InstanceSecrets } from "../../src/config/InstanceSecrets.ts"
-import { GithubEffectsLive } from "../../src/github/GithubEffects.ts"
+import { EffectsConsumerLive } from "../../src/effects/EffectsConsumer.ts"
 import { ApiRoutes } from "../../src/http/HttpApp.ts"
 import { InboxConsumerLive } from "../../src/inbox/InboxConsumer.ts"
 import { Migrator } from "../../src/persistence/Migrator.ts"
@@ -59,6 +59,8 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
   githubApiUrl: new URL("http://127.0.0.1:9/api/v3"),
   composioApiUrl: new URL("http://127.0.0.1:9"),
   openRouterApiUrl: new URL("http://127.0.0.1:9/api/v1"),
+  slackApiUrl: new URL("http://127.0.0.1:9/api/"),
+  linearApiUrl: new URL("http://127.0.0.1:9/graphql"),
   composioApiKey: Option.none(),
   // A runtime nobody listens on: test servers launch no agent runtime of their own.
   runtime: {
@@ -134,7 +136,7 @@ export const layerHttp = <A = never, E = never, R = never>(options: {
 }) =>
   HttpLive(options.extra ? Layer.mergeAll(ApiRoutes, options.extra) : ApiRoutes).pipe(
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
-    Layer.provideMerge(Layer.mergeAll(InboxConsumerLive, GithubEffectsLive)),
+    Layer.provideMerge(Layer.mergeAll(InboxConsumerLive, EffectsConsumerLive)),
     Layer.provideMerge(layerClusterRunner(WorkflowTypesLive)),
     Layer.provideMerge(AppProvidersLive),
     Layer.provideMerge(AppServicesLive),

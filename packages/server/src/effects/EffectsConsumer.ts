@@ -1,0 +1,43 @@
+/**
+ * The one `bosun-effects` consumer (issue 9, "Outbound effects"; spec: What the service does 9,
+ * Events 4-5): every outbound provider call decided outside a run's publish step arrives as an
+ * outbox row on this queue, and its kind names the handler — GitHub (`github/GithubEffects.ts`),
+ * Slack (`slack/SlackEffects.ts`), Linear (`linear/LinearEffects.ts`). Each handler makes its call
+ * once (`EffectOnce`). A failed call fails the message, which the queue retries and after five
+ * deliveries moves to `bosun-effects-dlq` with the provider's error, for `bosun queues
+ * dead-letters list|replay`. A row of a kind with no handler fails the same way rather than being
+ * marked done unread.
+ */
+import { Effect, Layer } from "effect"
+import { makeGithubEffectHandlers } from "../github/GithubEffects.ts"
+import { makeLinearEffectHandlers } from "../linear/LinearEffects.ts"
+import { Migrator } from "../persistence/Migrator.ts"
+import { makeSlackEffectHandlers } from "../slack/SlackEffects.ts"
+import { Outbox } from "../storage/Outbox.ts"
+import { Queues } from "../storage/Queue.ts"
+
+export const EffectsConsumerLive = Layer.effectDiscard(
+  Effect.gen(function* () {
+    const queues = yield* Queues
+    const outbox = yield* Outbox
+    const migrator = yield* Migrator
+    const handlers = new Map<string, (payload: unknown) => Effect.Effect<void, { readonly message: string }>>([
+      ...(yield* makeGithubEffectHandlers),
+      ...(yield* makeSlackEffectHandlers),
+      ...(yield* makeLinearEffectHandlers)
+    ])
+    yield* migrator.awaitReady.pipe(
+      Effect.andThen(
+        queues.consume("bosun-effects", (message) =>
+          outbox.handle(message, (row) => {
+            const handler = handlers.get(row.kind)
+            return handler === undefined
+              ? Effect.die(new Error(`bosun-effects has no handler for kind ${row.kind}`))
+              : handler(row.payload)
+          })
+        )
+      ),
+      Effect.forkScoped
+    )
+  })
+)

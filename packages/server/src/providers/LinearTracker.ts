@@ -1,0 +1,147 @@
+/**
+ * Bosun's side of Linear's API (issue 9; spec: What the service does 3, 9): commenting on an issue
+ * and moving it to a workflow state, through the official `@linear/sdk` client at
+ * `BOSUN_LINEAR_API_URL`, with the organization's sealed token opened per call. A token that
+ * starts with `lin_api_` is a personal API key (sent as is); anything else is an OAuth access
+ * token (sent as a bearer token).
+ *
+ * A comment is created with an id of Bosun's choosing, derived from the effect's idempotency key
+ * (Linear accepts a client-chosen UUID on create), so a retry after a timeout first looks the
+ * comment up by that id and never posts it twice. The SDK's `RatelimitedLinearError` carries
+ * Linear's `Retry-After`, which the effects consumer waits out (ProviderCallError).
+ */
+import { createHash } from "node:crypto"
+import { LinearClient, LinearError, LinearErrorType, RatelimitedLinearError } from "@linear/sdk"
+import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
+import { AppConfig } from "../config/AppConfig.ts"
+import { LinearConnectionsRepo } from "../persistence/LinearConnectionsRepo.ts"
+import { ProviderCallError } from "./ProviderCallError.ts"
+
+/** A UUID (version 4 layout) determined by `key`: the id of the comment an effect creates. */
+export const commentIdFor = (key: string): string => {
+  const hex = createHash("sha256").update(`bosun-linear-comment:${key}`).digest("hex")
+  const variant = ((Number.parseInt(hex.slice(16, 17), 16) & 0x3) | 0x8).toString(16)
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`
+}
+
+const REFUSED: ReadonlySet<string> = new Set([
+  LinearErrorType.AuthenticationError,
+  LinearErrorType.Forbidden,
+  LinearErrorType.InvalidInput,
+  LinearErrorType.FeatureNotAccessible,
+  LinearErrorType.UsageLimitExceeded,
+  LinearErrorType.GraphqlError
+])
+
+const failure = (operation: string, cause: unknown): ProviderCallError => {
+  if (cause instanceof RatelimitedLinearError) {
+    const seconds = cause.retryAfter ?? 1
+    return new ProviderCallError({
+      provider: "linear",
+      reason: "RateLimited",
+      message: `Linear ${operation}: rate limited (Retry-After ${seconds} s)`,
+      retryAfter: Duration.seconds(seconds)
+    })
+  }
+  if (cause instanceof LinearError) {
+    const type = cause.type ?? "unknown"
+    return new ProviderCallError({
+      provider: "linear",
+      reason: REFUSED.has(type) ? "Refused" : "Unavailable",
+      message: `Linear ${operation}: ${type}${cause.status === undefined ? "" : ` (HTTP ${cause.status})`}`
+    })
+  }
+  return new ProviderCallError({
+    provider: "linear",
+    reason: "Unavailable",
+    message: `Linear ${operation}: unreachable`
+  })
+}
+
+export class LinearTracker extends Context.Service<
+  LinearTracker,
+  {
+    /** Comments on the issue once per `key`; answers the comment's id. */
+    readonly comment: (
+      organizationId: string,
+      comment: { readonly issueId: string; readonly body: string; readonly key: string }
+    ) => Effect.Effect<string, ProviderCallError>
+    /** Moves the issue to the workflow state (idempotent: the same state twice is one change). */
+    readonly setState: (
+      organizationId: string,
+      change: { readonly issueId: string; readonly stateId: string }
+    ) => Effect.Effect<void, ProviderCallError>
+  }
+>()("bosun/server/providers/LinearTracker") {
+  static readonly layer = Layer.effect(
+    LinearTracker,
+    Effect.gen(function* () {
+      const config = yield* AppConfig
+      const connections = yield* LinearConnectionsRepo
+
+      const notConnected = (message: string) =>
+        new ProviderCallError({ provider: "linear", reason: "NotConnected", message })
+
+      const clientOf = (organizationId: string) =>
+        connections.accessToken(organizationId).pipe(
+          Effect.mapError(() => notConnected("The organization's Linear token could not be opened")),
+          Effect.flatMap(
+            Option.match({
+              onNone: () => Effect.fail(notConnected("The organization's Linear connection has no access token")),
+              onSome: (token) => {
+                const value = Redacted.value(token)
+                return Effect.succeed(
+                  new LinearClient({
+                    ...(value.startsWith("lin_api_") ? { apiKey: value } : { accessToken: value }),
+                    apiUrl: config.linearApiUrl.href
+                  })
+                )
+              }
+            })
+          )
+        )
+
+      const call = <A>(operation: string, run: () => Promise<A>) =>
+        Effect.tryPromise({ try: run, catch: (cause) => failure(operation, cause) })
+
+      return LinearTracker.of({
+        comment: Effect.fn("LinearTracker.comment")(function* (
+          organizationId: string,
+          comment: { readonly issueId: string; readonly body: string; readonly key: string }
+        ) {
+          const client = yield* clientOf(organizationId)
+          const id = commentIdFor(comment.key)
+          const existing = yield* call("comments", () => client.comments({ filter: { id: { eq: id } } }))
+          if (existing.nodes.length > 0) return id
+          const created = yield* call("commentCreate", () =>
+            client.createComment({ id, issueId: comment.issueId, body: comment.body })
+          )
+          if (!created.success) {
+            return yield* new ProviderCallError({
+              provider: "linear",
+              reason: "Refused",
+              message: "Linear commentCreate: not successful"
+            })
+          }
+          return id
+        }),
+        setState: Effect.fn("LinearTracker.setState")(function* (
+          organizationId: string,
+          change: { readonly issueId: string; readonly stateId: string }
+        ) {
+          const client = yield* clientOf(organizationId)
+          const updated = yield* call("issueUpdate", () =>
+            client.updateIssue(change.issueId, { stateId: change.stateId })
+          )
+          if (!updated.success) {
+            return yield* new ProviderCallError({
+              provider: "linear",
+              reason: "Refused",
+              message: "Linear issueUpdate: not successful"
+            })
+          }
+        })
+      })
+    })
+  )
+}

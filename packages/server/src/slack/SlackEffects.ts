@@ -1,0 +1,46 @@
+/**
+ * The `bosun-effects` handlers of Slack effects (issue 9; spec: What the service does 3, 9): a
+ * `slack.message` row names the channel, the thread, the text and the idempotency key. It is made
+ * once through `EffectOnce`; a PENDING one (a timeout or crash after Slack may have posted) is
+ * first looked for in the thread by the key its metadata carries (SlackChat), so a retry never
+ * posts a second message. `EffectsConsumer` routes the rows here by kind.
+ */
+import { Effect, Option, Schema } from "effect"
+import { makeEffectOnce } from "../effects/EffectOnce.ts"
+import { SlackChat } from "../providers/SlackChat.ts"
+
+export const SLACK_MESSAGE = "slack.message"
+
+export const SlackMessage = Schema.Struct({
+  organization_id: Schema.String,
+  channel: Schema.String,
+  thread_ts: Schema.optional(Schema.String),
+  text: Schema.String,
+  idempotency_key: Schema.String
+})
+export type SlackMessage = typeof SlackMessage.Type
+
+export const makeSlackEffectHandlers = Effect.gen(function* () {
+  const once = yield* makeEffectOnce
+  const slack = yield* SlackChat
+
+  const postMessage = Effect.fn("SlackEffects.postMessage")(function* (payload: unknown) {
+    const message = yield* Schema.decodeUnknownEffect(SlackMessage)(payload).pipe(Effect.orDie)
+    const where = { channel: message.channel, threadTs: message.thread_ts, key: message.idempotency_key }
+    yield* once({
+      organizationId: message.organization_id,
+      kind: SLACK_MESSAGE,
+      key: message.idempotency_key,
+      request: message,
+      call: Effect.gen(function* () {
+        const existing = yield* slack.findPosted(message.organization_id, where)
+        const ts = Option.isSome(existing)
+          ? existing.value
+          : yield* slack.post(message.organization_id, { ...where, text: message.text })
+        return { channel: message.channel, ts }
+      })
+    })
+  })
+
+  return [[SLACK_MESSAGE, postMessage]] as const
+})
