@@ -6,8 +6,9 @@
  *   call, and the call is made with that row locked, so two handlers of one effect (a redelivered
  *   wake-up, a report made twice) make it once between them. A SUCCEEDED row is not called again.
  * - The call itself must reconcile a PENDING effect that may already have been made (a crash or a
- *   timeout after the provider acted): each provider's call looks first (GitHub by a marker, Slack
- *   by message metadata, Linear by the comment id) and only then makes it.
+ *   timeout after the provider acted): it is told whether an earlier call was attempted, and then
+ *   looks first (GitHub by a marker, Slack by message metadata, Linear by the comment id) and only
+ *   then makes it. A first call need not look: nothing can have been made yet.
  * - A provider that answers 429 with `Retry-After` is waited out and called again within the same
  *   delivery, up to `RATE_LIMIT_WAITS` times and `MAX_RETRY_AFTER` a wait; a longer or further
  *   limit fails the delivery like any other failure (the queue retries it, and after five failed
@@ -34,8 +35,11 @@ export interface EffectCall<E extends CallFailure> {
   readonly key: string
   /** What the effect records before the call: everything the call needs, no secret. */
   readonly request: Readonly<Record<string, unknown>>
-  /** Makes (or finds) the effect; answers what the provider returned, recorded as the result. */
-  readonly call: Effect.Effect<Readonly<Record<string, unknown>>, E>
+  /**
+   * Makes (or, when `attempted`, first looks for) the effect; answers what the provider returned,
+   * recorded as the result.
+   */
+  readonly call: (previous: { readonly attempted: boolean }) => Effect.Effect<Readonly<Record<string, unknown>>, E>
 }
 
 export const makeEffectOnce = Effect.gen(function* () {
@@ -48,8 +52,9 @@ export const makeEffectOnce = Effect.gen(function* () {
         Effect.gen(function* () {
           const recorded = yield* effects.lock(effect.organizationId, effect.key)
           if (recorded._tag === "Some" && recorded.value.status === "SUCCEEDED") return
+          const attempted = recorded._tag === "Some" && recorded.value.attempts > 0
           yield* effects.attempted(effect.organizationId, effect.key)
-          yield* effects.succeed(effect.organizationId, effect.key, yield* effect.call)
+          yield* effects.succeed(effect.organizationId, effect.key, yield* effect.call({ attempted }))
         })
       )
       .pipe(

@@ -59,12 +59,15 @@ export const makeGithubEffectHandlers = Effect.gen(function* () {
       kind: GITHUB_PR_COMMENT,
       key: comment.idempotency_key,
       request: comment,
-      call: Effect.gen(function* () {
-        // A PENDING effect may have been posted before a crash: GitHub is asked first.
-        const existing = yield* pulls.findComment(pr, marker)
-        const id = Option.isSome(existing) ? existing.value : yield* pulls.comment(pr, `${comment.body}\n\n${marker}`)
-        return { comment_id: id }
-      })
+      // GitHub is asked first even on a first call: a comment is cheap to look for, and the notice
+      // of one head may come from two deliveries racing.
+      call: () =>
+        Effect.gen(function* () {
+          // A PENDING effect may have been posted before a crash: GitHub is asked first.
+          const existing = yield* pulls.findComment(pr, marker)
+          const id = Option.isSome(existing) ? existing.value : yield* pulls.comment(pr, `${comment.body}\n\n${marker}`)
+          return { comment_id: id }
+        })
     })
   })
 
@@ -76,21 +79,22 @@ export const makeGithubEffectHandlers = Effect.gen(function* () {
       key: check.idempotency_key,
       request: check,
       // `checkRun` finds the one it already created by the external id, so a retry makes none.
-      call: Effect.map(
-        pulls.checkRun(
-          check.organization_id,
-          { owner: check.owner, name: check.name },
-          {
-            name: check.check_name,
-            headSha: check.head_sha,
-            conclusion: check.conclusion,
-            title: check.title,
-            summary: check.summary,
-            externalId: check.idempotency_key
-          }
-        ),
-        (id) => ({ check_run_id: id })
-      )
+      call: () =>
+        Effect.map(
+          pulls.checkRun(
+            check.organization_id,
+            { owner: check.owner, name: check.name },
+            {
+              name: check.check_name,
+              headSha: check.head_sha,
+              conclusion: check.conclusion,
+              title: check.title,
+              summary: check.summary,
+              externalId: check.idempotency_key
+            }
+          ),
+          (id) => ({ check_run_id: id })
+        )
     })
   })
 

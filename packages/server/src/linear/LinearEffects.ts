@@ -39,14 +39,16 @@ export const makeLinearEffectHandlers = Effect.gen(function* () {
       kind: LINEAR_COMMENT,
       key: effect.idempotency_key,
       request: effect,
-      call: Effect.map(
-        linear.comment(effect.organization_id, {
-          issueId: effect.issue_id,
-          body: effect.body,
-          key: effect.idempotency_key
-        }),
-        (id) => ({ comment_id: id })
-      )
+      call: ({ attempted }) =>
+        Effect.map(
+          linear.comment(effect.organization_id, {
+            issueId: effect.issue_id,
+            body: effect.body,
+            key: effect.idempotency_key,
+            lookFirst: attempted
+          }),
+          (id) => ({ comment_id: id })
+        )
     })
   })
 
@@ -57,9 +59,10 @@ export const makeLinearEffectHandlers = Effect.gen(function* () {
       kind: LINEAR_ISSUE_STATE,
       key: effect.idempotency_key,
       request: effect,
-      call: Effect.as(linear.setState(effect.organization_id, { issueId: effect.issue_id, stateId: effect.state_id }), {
-        state_id: effect.state_id
-      })
+      call: () =>
+        Effect.as(linear.setState(effect.organization_id, { issueId: effect.issue_id, stateId: effect.state_id }), {
+          state_id: effect.state_id
+        })
     })
   })
 

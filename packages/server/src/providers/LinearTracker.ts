@@ -7,7 +7,8 @@
  *
  * A comment is created with an id of Bosun's choosing, derived from the effect's idempotency key
  * (Linear accepts a client-chosen UUID on create), so a retry after a timeout first looks the
- * comment up by that id and never posts it twice. The SDK's `RatelimitedLinearError` carries
+ * comment up by that id and never posts it twice (were it made meanwhile, Linear would refuse the
+ * same id a second time anyway). The SDK's `RatelimitedLinearError` carries
  * Linear's `Retry-After`, which the effects consumer waits out (ProviderCallError).
  */
 import { createHash } from "node:crypto"
@@ -61,10 +62,13 @@ const failure = (operation: string, cause: unknown): ProviderCallError => {
 export class LinearTracker extends Context.Service<
   LinearTracker,
   {
-    /** Comments on the issue once per `key`; answers the comment's id. */
+    /**
+     * Comments on the issue once per `key` (with `lookFirst`, a comment made by an earlier call
+     * is found by its id instead); answers the comment's id.
+     */
     readonly comment: (
       organizationId: string,
-      comment: { readonly issueId: string; readonly body: string; readonly key: string }
+      comment: { readonly issueId: string; readonly body: string; readonly key: string; readonly lookFirst: boolean }
     ) => Effect.Effect<string, ProviderCallError>
     /** Moves the issue to the workflow state (idempotent: the same state twice is one change). */
     readonly setState: (
@@ -107,12 +111,19 @@ export class LinearTracker extends Context.Service<
       return LinearTracker.of({
         comment: Effect.fn("LinearTracker.comment")(function* (
           organizationId: string,
-          comment: { readonly issueId: string; readonly body: string; readonly key: string }
+          comment: {
+            readonly issueId: string
+            readonly body: string
+            readonly key: string
+            readonly lookFirst: boolean
+          }
         ) {
           const client = yield* clientOf(organizationId)
           const id = commentIdFor(comment.key)
-          const existing = yield* call("comments", () => client.comments({ filter: { id: { eq: id } } }))
-          if (existing.nodes.length > 0) return id
+          if (comment.lookFirst) {
+            const existing = yield* call("comments", () => client.comments({ filter: { id: { eq: id } } }))
+            if (existing.nodes.length > 0) return id
+          }
           const created = yield* call("commentCreate", () =>
             client.createComment({ id, issueId: comment.issueId, body: comment.body })
           )

@@ -1,8 +1,8 @@
 /**
  * The `bosun-effects` handlers of Slack effects (issue 9; spec: What the service does 3, 9): a
  * `slack.message` row names the channel, the thread, the text and the idempotency key. It is made
- * once through `EffectOnce`; a PENDING one (a timeout or crash after Slack may have posted) is
- * first looked for in the thread by the key its metadata carries (SlackChat), so a retry never
+ * once through `EffectOnce`; one attempted before (a timeout or crash after Slack may have posted)
+ * is first looked for in the thread by the key its metadata carries (SlackChat), so a retry never
  * posts a second message. `EffectsConsumer` routes the rows here by kind.
  */
 import { Effect, Option, Schema } from "effect"
@@ -32,13 +32,14 @@ export const makeSlackEffectHandlers = Effect.gen(function* () {
       kind: SLACK_MESSAGE,
       key: message.idempotency_key,
       request: message,
-      call: Effect.gen(function* () {
-        const existing = yield* slack.findPosted(message.organization_id, where)
-        const ts = Option.isSome(existing)
-          ? existing.value
-          : yield* slack.post(message.organization_id, { ...where, text: message.text })
-        return { channel: message.channel, ts }
-      })
+      call: ({ attempted }) =>
+        Effect.gen(function* () {
+          const existing = attempted ? yield* slack.findPosted(message.organization_id, where) : Option.none()
+          const ts = Option.isSome(existing)
+            ? existing.value
+            : yield* slack.post(message.organization_id, { ...where, text: message.text })
+          return { channel: message.channel, ts }
+        })
     })
   })
 
