@@ -49,6 +49,7 @@ import { ReviewFindingsRepo } from "./persistence/ReviewFindingsRepo.ts"
 import { SecretRotationRepo } from "./persistence/SecretRotationRepo.ts"
 import { SessionsRepo } from "./persistence/SessionsRepo.ts"
 import { SlackConnectionsRepo } from "./persistence/SlackConnectionsRepo.ts"
+import { SlackDeliveriesRepo } from "./persistence/SlackDeliveriesRepo.ts"
 import { UsersRepo } from "./persistence/UsersRepo.ts"
 import { WorkflowRunsRepo } from "./persistence/WorkflowRunsRepo.ts"
 import { WorkItemsRepo } from "./persistence/WorkItemsRepo.ts"
@@ -101,6 +102,7 @@ export const appServices = (options: { readonly rotationWorker: boolean }) =>
         LinearConnectionsRepo.layer,
         LinearDeliveriesRepo.layer,
         SlackConnectionsRepo.layer,
+        SlackDeliveriesRepo.layer,
         OrganizationSecretsRepo.layer,
         SecretRotationRepo.layer,
         UsersRepo.layer,

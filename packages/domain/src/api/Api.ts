@@ -19,7 +19,7 @@ import { RequestValidation } from "./Middleware.ts"
 import { PullRequestsApi } from "./PullRequestsApi.ts"
 import { RepositoriesApi } from "./RepositoriesApi.ts"
 import { SecretRotationsApi } from "./SecretRotationsApi.ts"
-import { SlackApi } from "./SlackApi.ts"
+import { SlackApi, SlackEventsApi } from "./SlackApi.ts"
 import { WorkflowRunsApi } from "./WorkflowRunsApi.ts"
 import { WorkItemsApi } from "./WorkItemsApi.ts"
 
@@ -43,5 +43,6 @@ export class BosunApi extends HttpApi.make("bosun")
   .add(LinearApi)
   .add(LinearWebhookApi)
   .add(SlackApi)
+  .add(SlackEventsApi)
   .add(SecretRotationsApi)
   .middleware(RequestValidation) {}

@@ -2,13 +2,18 @@
  * Connecting an organization to Slack (issue 9: "installing/connecting ... through endpoints you
  * define"): `PUT` verifies the bot token with Slack and stores it with the signing secret (ADMIN
  * or above, audited, secrets sealed), `GET` shows the workspace and bot user, `DELETE` disconnects.
+ *
+ * `SlackEventsApi` is the Events API request URL, `POST /slack/events`. Its signature is over the
+ * exact body bytes, so the server handles it raw (no payload decoding, no session): the payload
+ * schema documents what Slack sends; the headers are checked by the handler.
  */
 import { Schema } from "effect"
-import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
-import { BadGateway, BadRequest, Conflict, Forbidden, NotFound } from "../ApiError.ts"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { BadGateway, BadRequest, Conflict, Forbidden, NotFound, Unauthorized } from "../ApiError.ts"
 import { PathId } from "../Ids.ts"
 import { SlackConnection, SlackConnectionSettings } from "../SlackConnection.ts"
 import { SessionAuth } from "./Auth.ts"
+import { LinearWebhookAck } from "./LinearApi.ts"
 
 export class SlackApi extends HttpApiGroup.make("slack")
   .add(
@@ -30,4 +35,35 @@ export class SlackApi extends HttpApiGroup.make("slack")
     })
   )
   .middleware(SessionAuth)
+  .prefix("/api/v1") {}
+
+/** The envelope of an Events API request: a `url_verification` challenge or an `event_callback`. */
+export const SlackEventEnvelope = Schema.Struct({
+  type: Schema.String,
+  challenge: Schema.optional(Schema.String),
+  team_id: Schema.optional(Schema.String),
+  api_app_id: Schema.optional(Schema.String),
+  event_id: Schema.optional(Schema.String),
+  event_time: Schema.optional(Schema.Number),
+  event: Schema.optional(Schema.Record(Schema.String, Schema.Unknown))
+})
+
+export class SlackEventsApi extends HttpApiGroup.make("slackEvents")
+  .add(
+    HttpApiEndpoint.post("receive", "/slack/events", {
+      payload: SlackEventEnvelope,
+      success: [Schema.Struct({ challenge: Schema.String }), LinearWebhookAck.pipe(HttpApiSchema.status(202))],
+      error: [BadRequest, Unauthorized]
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Receive a Slack Events API request",
+        description:
+          "Requires X-Slack-Request-Timestamp (Unix seconds, within 5 minutes of now) and X-Slack-Signature " +
+          "(v0= hex HMAC-SHA256 of v0:{timestamp}:{raw body} under the workspace's signing secret). A " +
+          "url_verification request signed with a connected workspace's secret is answered with its challenge; " +
+          "an event_callback is acknowledged with 202 {data: {accepted, duplicate}} before anything is processed, " +
+          "and an event_id already recorded (Slack's retries, X-Slack-Retry-Num) is a duplicate, not processed again."
+      })
+    )
+  )
   .prefix("/api/v1") {}

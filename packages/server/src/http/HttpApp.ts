@@ -33,6 +33,7 @@ import { RepositoriesHttp } from "./RepositoriesHttp.ts"
 import { RequestPipelineLayer } from "./RequestPipeline.ts"
 import { SecretRotationsHttp } from "./SecretRotationsHttp.ts"
 import { SessionAuthLive } from "./SessionAuth.ts"
+import { SlackEventsHttp } from "./SlackEventsHttp.ts"
 import { SlackHttp } from "./SlackHttp.ts"
 import { RequestValidationLayer } from "./Validation.ts"
 import { WorkflowRunsHttp } from "./WorkflowRunsHttp.ts"
@@ -60,7 +61,8 @@ const BosunApiRoutes = HttpApiBuilder.layer(BosunApi, { openapiPath: "/api/v1/op
     ComposioHttp,
     LinearHttp,
     LinearWebhooksHttp,
-    SlackHttp
+    SlackHttp,
+    SlackEventsHttp
   ]),
   Layer.provide([RequestValidationLayer, BootstrapAuthLive, SessionAuthLive])
 )

@@ -68,7 +68,11 @@ export const isApiPath = (url: string): boolean => {
 }
 
 /** The webhook routes, whose bodies may be as large as their senders send (`webhookMaxBodyBytes`). */
-const WEBHOOK_PATHS: ReadonlySet<string> = new Set(["/api/v1/github/webhooks", "/api/v1/linear/webhooks"])
+const WEBHOOK_PATHS: ReadonlySet<string> = new Set([
+  "/api/v1/github/webhooks",
+  "/api/v1/linear/webhooks",
+  "/api/v1/slack/events"
+])
 
 export const isWebhookPath = (url: string): boolean => WEBHOOK_PATHS.has(routerPath(url).replace(/\/$/, ""))
 

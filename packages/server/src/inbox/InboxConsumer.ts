@@ -1,7 +1,7 @@
 /**
  * The one `bosun-inbox` consumer (spec: What the service does 6, Events 3-5): every source's
  * deliveries arrive on the same queue as outbox wake-ups, and each row's kind names the handler
- * (GitHub: `github/GithubInbox.ts`, Linear: `linear/LinearInbox.ts`). A row of a kind with no
+ * (GitHub: `github/GithubInbox.ts`, Linear: `linear/LinearInbox.ts`, Slack: `slack/SlackInbox.ts`). A row of a kind with no
  * handler fails its message, which the queue retries and finally dead-letters for an operator,
  * rather than being marked done unread.
  */
@@ -9,8 +9,10 @@ import { Effect, Layer } from "effect"
 import { makeGithubInboxHandler } from "../github/GithubInbox.ts"
 import { GITHUB_DELIVERY_KIND } from "../http/GithubWebhooksHttp.ts"
 import { LINEAR_DELIVERY_KIND } from "../http/LinearWebhooksHttp.ts"
+import { SLACK_DELIVERY_KIND } from "../http/SlackEventsHttp.ts"
 import { makeLinearInboxHandler } from "../linear/LinearInbox.ts"
 import { Migrator } from "../persistence/Migrator.ts"
+import { makeSlackInboxHandler } from "../slack/SlackInbox.ts"
 import { Outbox } from "../storage/Outbox.ts"
 import { Queues } from "../storage/Queue.ts"
 
@@ -21,7 +23,8 @@ export const InboxConsumerLive = Layer.effectDiscard(
     const migrator = yield* Migrator
     const handlers: ReadonlyMap<string, (payload: unknown) => Effect.Effect<void>> = new Map([
       [GITHUB_DELIVERY_KIND, yield* makeGithubInboxHandler],
-      [LINEAR_DELIVERY_KIND, yield* makeLinearInboxHandler]
+      [LINEAR_DELIVERY_KIND, yield* makeLinearInboxHandler],
+      [SLACK_DELIVERY_KIND, yield* makeSlackInboxHandler]
     ])
     yield* migrator.awaitReady.pipe(
       Effect.andThen(

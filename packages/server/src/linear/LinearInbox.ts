@@ -12,16 +12,14 @@
  * - Bosun's own comments, other actions and issues that are not Bosun's are recorded as ignored,
  *   with why.
  *
- * Each delivery is applied and marked processed in one transaction with its row locked, so a
- * redelivered wake-up or a crash in between applies nothing twice.
+ * Each delivery is applied once (`ProcessDelivery`).
  */
 import { Effect, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
+import { processDeliveryOnce } from "../inbox/ProcessDelivery.ts"
 import { LinearConnectionsRepo, type LinearIdentity } from "../persistence/LinearConnectionsRepo.ts"
 import { LinearDeliveriesRepo, type LinearDelivery } from "../persistence/LinearDeliveriesRepo.ts"
 import { WorkItemsRepo } from "../persistence/WorkItemsRepo.ts"
-
-const Pointer = Schema.Struct({ organization_id: Schema.String, delivery_id: Schema.String })
 
 const Actor = Schema.optional(Schema.NullOr(Schema.Struct({ name: Schema.optional(Schema.String) })))
 
@@ -143,29 +141,7 @@ export const makeLinearInboxHandler = Effect.gen(function* () {
       }
     })
 
-  return Effect.fn("LinearInbox.handle")(function* (payload: unknown) {
-    const pointer = yield* Schema.decodeUnknownEffect(Pointer)(payload).pipe(Effect.orDie)
-    yield* sql
-      .withTransaction(
-        Effect.gen(function* () {
-          const found = yield* deliveries.lock(pointer.organization_id, pointer.delivery_id)
-          if (Option.isNone(found) || found.value.processedAt !== null) return
-          const delivery = found.value
-          const outcome = yield* process(delivery)
-          yield* deliveries.markProcessed(delivery.organizationId, delivery.deliveryId, outcome)
-          yield* Effect.logInfo("linear_delivery_processed").pipe(
-            Effect.annotateLogs({
-              org_id: delivery.organizationId,
-              delivery_id: delivery.deliveryId,
-              event: delivery.event,
-              action: delivery.action,
-              ignored_reason: outcome
-            })
-          )
-        })
-      )
-      .pipe(Effect.orDie)
-  })
+  return yield* processDeliveryOnce("linear", deliveries, process)
 })
 
 const titleOf = (identifier: string | undefined, title: string) =>

@@ -20,6 +20,14 @@ export class ChatChannelsRepo extends Context.Service<
       organizationId: string,
       channel: { readonly id: string; readonly name: string; readonly isPrivate: boolean }
     ) => Effect.Effect<ChatChannel>
+    /**
+     * The channel an event came from, recorded (its id as its name) when not known yet; a known
+     * channel is left as it is. Answers it with its passive-listening switch.
+     */
+    readonly observe: (
+      organizationId: string,
+      channel: { readonly id: string; readonly isPrivate: boolean }
+    ) => Effect.Effect<ChatChannel>
   }
 >()("bosun/server/persistence/ChatChannelsRepo") {
   static readonly layer = Layer.effect(
@@ -52,6 +60,15 @@ export class ChatChannelsRepo extends Context.Service<
               name = excluded.name, is_private = excluded.is_private, updated_at = now()
             RETURNING ${columns}`.pipe(Effect.orDie)
           if (row === undefined) return yield* Effect.die(new Error("channel upsert returned no row"))
+          return row
+        }),
+        observe: Effect.fn("ChatChannelsRepo.observe")(function* (organizationId, channel) {
+          const [row] = yield* sql<ChatChannel>`
+            INSERT INTO chat_channels (organization_id, id, name, is_private)
+            VALUES (${organizationId}, ${channel.id}, ${channel.id}, ${channel.isPrivate})
+            ON CONFLICT (organization_id, id) DO UPDATE SET updated_at = chat_channels.updated_at
+            RETURNING ${columns}`.pipe(Effect.orDie)
+          if (row === undefined) return yield* Effect.die(new Error("channel observe returned no row"))
           return row
         })
       })

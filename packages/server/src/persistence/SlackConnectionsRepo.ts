@@ -58,6 +58,11 @@ export class SlackConnectionsRepo extends Context.Service<
     /** The opened bot token, for the Slack client. */
     readonly botToken: (organizationId: string) => Effect.Effect<Option.Option<Redacted.Redacted<string>>, SecretsError>
     readonly eventsTarget: (teamId: string) => Effect.Effect<Option.Option<SlackEventsTarget>, SecretsError>
+    /**
+     * Every connected workspace's signing secret: a `url_verification` request names no team, so
+     * it is verified against each (one per connected organization).
+     */
+    readonly signingSecrets: () => Effect.Effect<ReadonlyArray<Redacted.Redacted<string>>, SecretsError>
   }
 >()("bosun/server/persistence/SlackConnectionsRepo") {
   static readonly layer = Layer.effect(
@@ -116,7 +121,15 @@ export class SlackConnectionsRepo extends Context.Service<
         return Option.some({ organizationId: row.organization_id, signingSecret, botUserId: row.bot_user_id })
       })
 
-      return SlackConnectionsRepo.of({ upsert, find, remove, botToken, eventsTarget })
+      const signingSecrets = Effect.fn("SlackConnectionsRepo.signingSecrets")(function* () {
+        const rows = yield* sql<{ organization_id: string; signing_secret: Uint8Array }>`
+          SELECT organization_id, signing_secret FROM slack_connections ORDER BY organization_id`.pipe(Effect.orDie)
+        return yield* Effect.forEach(rows, (row) =>
+          secrets.open(row.signing_secret, place(row.organization_id, "signing_secret"))
+        )
+      })
+
+      return SlackConnectionsRepo.of({ upsert, find, remove, botToken, eventsTarget, signingSecrets })
     })
   )
 }

@@ -1,0 +1,168 @@
+/**
+ * `POST /api/v1/slack/events`, the Slack app's Events API request URL (issue 9; spec: What the
+ * service does 3, Authentication 4, Events 3). It verifies, records and acknowledges well inside
+ * Slack's 3 s; the inbox consumer does the work.
+ *
+ * - `X-Slack-Request-Timestamp` (Unix seconds) and `X-Slack-Signature` (`v0=` and 64 hex digits)
+ *   are required: a missing or malformed one is a 400 naming it, before anything else is read.
+ * - The signature must be the HMAC-SHA256 of `v0:{timestamp}:{raw body}` under the signing secret
+ *   of the workspace the payload's `team_id` names, compared in constant time; a timestamp more
+ *   than 5 minutes from now is a replay. Either: 401, nothing written.
+ * - `url_verification` names no team: it is verified against every connected workspace's secret
+ *   (connect the organization before pasting the URL into Slack) and answered with its challenge.
+ * - `event_callback`: the delivery row (`slack_deliveries`, keyed by `event_id`) and, for the
+ *   events the inbox handles (`app_mention`, `message`), its `bosun-inbox` outbox row commit in one
+ *   transaction. Slack retries a slow answer with the same `event_id` (`X-Slack-Retry-Num`): that
+ *   is acknowledged as `duplicate: true` and processed once. Other events and envelope types are
+ *   recorded as ignored or acknowledged.
+ *
+ * Answer: 202 `{data: {accepted, duplicate}}`, the Linear webhook's shape.
+ */
+import { createHmac, timingSafeEqual } from "node:crypto"
+import { BosunApi, ErrorCodes } from "@bosun/domain"
+import { Effect, Option, Redacted, Result, Schema } from "effect"
+import { type HttpServerRequest, HttpServerResponse } from "effect/http"
+import { SqlClient } from "effect/sql"
+import { SlackConnectionsRepo } from "../persistence/SlackConnectionsRepo.ts"
+import { SlackDeliveriesRepo } from "../persistence/SlackDeliveriesRepo.ts"
+import { Outbox } from "../storage/Outbox.ts"
+import { group } from "./ApiGroup.ts"
+import { errorResponse } from "./RequestPipeline.ts"
+import { readWebhookBody } from "./WebhookBody.ts"
+
+/** The outbox kind of a Slack delivery for the inbox consumer. */
+export const SLACK_DELIVERY_KIND = "slack.delivery"
+
+/** The inner event types the inbox acts on; others are acknowledged and recorded as ignored. */
+export const HANDLED_SLACK_EVENTS: ReadonlySet<string> = new Set(["app_mention", "message"])
+
+/** Slack's replay window for `X-Slack-Request-Timestamp`. */
+export const SLACK_MAX_AGE_SECONDS = 300
+
+const decodePayload = Schema.decodeUnknownOption(Schema.fromJsonString(Schema.Record(Schema.String, Schema.Unknown)))
+
+/** Constant-time comparison of `v0=<hex>` with the signature the secret gives. */
+export const slackSignatureMatches = (secret: string, timestamp: string, body: string, signature: string) => {
+  const expected = createHmac("sha256", secret).update(`v0:${timestamp}:${body}`).digest()
+  const given = /^v0=[0-9a-f]{64}$/i.test(signature) ? Buffer.from(signature.slice(3), "hex") : Buffer.alloc(0)
+  return given.length === expected.length && timingSafeEqual(given, expected)
+}
+
+const text = (value: unknown, max: number) =>
+  typeof value === "string" && value.length > 0 && value.length <= max ? value : undefined
+
+export const SlackEventsHttp = group(
+  BosunApi,
+  "slackEvents",
+  Effect.fn(function* (handlers) {
+    const connections = yield* SlackConnectionsRepo
+    const deliveries = yield* SlackDeliveriesRepo
+    const outbox = yield* Outbox
+    const sql = yield* SqlClient.SqlClient
+
+    const missing = (name: string, what: string) =>
+      errorResponse(400, ErrorCodes.invalidHeaders, `The ${name} header is required (${what})`)
+    const refused = (message: string) => errorResponse(401, ErrorCodes.unauthorized, message)
+    const notSigned = refused("The signature does not match the signing secret of a connected Slack workspace")
+
+    const handle = (request: HttpServerRequest.HttpServerRequest) =>
+      Effect.gen(function* () {
+        const timestamp = request.headers["x-slack-request-timestamp"]
+        if (timestamp === undefined || !/^\d{1,12}$/.test(timestamp)) {
+          return missing("X-Slack-Request-Timestamp", "the send time in Unix seconds")
+        }
+        const signature = request.headers["x-slack-signature"]
+        if (signature === undefined || !/^v0=[0-9a-f]{64}$/i.test(signature)) {
+          return missing("X-Slack-Signature", "v0= and the hex HMAC-SHA256 of v0:{timestamp}:{body}")
+        }
+        const read = yield* readWebhookBody(request)
+        if (Result.isFailure(read)) return read.failure
+        const body = read.success
+        const decoded = decodePayload(body)
+        if (Option.isNone(decoded)) return errorResponse(400, ErrorCodes.invalidBody, "The body must be a JSON object")
+        const payload = decoded.value
+        const fresh = Math.abs(Date.now() / 1000 - Number(timestamp)) <= SLACK_MAX_AGE_SECONDS
+        const stale = refused("The X-Slack-Request-Timestamp is more than 5 minutes from now (a replay)")
+
+        if (payload.type === "url_verification") {
+          const secrets = yield* connections.signingSecrets().pipe(Effect.orDie)
+          if (!secrets.some((secret) => slackSignatureMatches(Redacted.value(secret), timestamp, body, signature))) {
+            return notSigned
+          }
+          if (!fresh) return stale
+          const challenge = text(payload.challenge, 512)
+          if (challenge === undefined) {
+            return errorResponse(400, ErrorCodes.invalidBody, "A url_verification request carries a challenge")
+          }
+          return HttpServerResponse.jsonUnsafe({ challenge })
+        }
+
+        const team = text(payload.team_id, 64)
+        const target = team === undefined ? Option.none() : yield* connections.eventsTarget(team).pipe(Effect.orDie)
+        if (
+          Option.isNone(target) ||
+          !slackSignatureMatches(Redacted.value(target.value.signingSecret), timestamp, body, signature)
+        ) {
+          return notSigned
+        }
+        if (!fresh) return stale
+        const acknowledged = (duplicate: boolean) =>
+          HttpServerResponse.jsonUnsafe({ data: { accepted: true, duplicate } }, { status: 202 })
+        if (payload.type !== "event_callback") return acknowledged(false)
+
+        const eventId = text(payload.event_id, 128)
+        const event =
+          typeof payload.event === "object" && payload.event !== null
+            ? (payload.event as Readonly<Record<string, unknown>>)
+            : undefined
+        const eventType = text(event?.type, 64)
+        if (eventId === undefined || eventType === undefined) {
+          return errorResponse(
+            400,
+            ErrorCodes.invalidBody,
+            "An event_callback carries an event_id and an event with a type"
+          )
+        }
+        const organizationId = target.value.organizationId
+        const handled = HANDLED_SLACK_EVENTS.has(eventType)
+        const recorded = yield* outbox
+          .transaction(
+            Effect.gen(function* () {
+              const written = yield* deliveries.record(
+                {
+                  deliveryId: eventId,
+                  organizationId,
+                  event: eventType,
+                  action: text(event?.subtype, 64) ?? null,
+                  payload
+                },
+                handled ? null : `event ${eventType} is not handled`
+              )
+              if (written && handled) {
+                yield* outbox.write("bosun-inbox", SLACK_DELIVERY_KIND, {
+                  organization_id: organizationId,
+                  delivery_id: eventId
+                })
+              }
+              return written
+            })
+          )
+          .pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
+        const retry = request.headers["x-slack-retry-num"]
+        if (retry !== undefined) {
+          yield* Effect.logInfo("slack_event_retry").pipe(
+            Effect.annotateLogs({
+              org_id: organizationId,
+              event_id: eventId,
+              retry_num: retry.slice(0, 8),
+              retry_reason: (request.headers["x-slack-retry-reason"] ?? "").slice(0, 64),
+              duplicate: !recorded
+            })
+          )
+        }
+        return acknowledged(!recorded)
+      })
+
+    return handlers.handleRaw("receive", ({ request }) => handle(request))
+  })
+)

@@ -1,0 +1,47 @@
+/**
+ * How the Linear and Slack inbox handlers apply a delivery exactly once (issue 9; spec: Events
+ * 3-4): the wake-up names the delivery; it is locked, applied and marked processed (or ignored,
+ * with why) in one transaction, so a redelivered wake-up or a crash in between applies nothing
+ * twice. A database failure fails the message, which the queue retries and finally dead-letters.
+ */
+import { Effect, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import type { WebhookDeliveriesShape, WebhookDelivery } from "../persistence/WebhookDeliveries.ts"
+
+const Pointer = Schema.Struct({ organization_id: Schema.String, delivery_id: Schema.String })
+
+/**
+ * The inbox handler for `deliveries`: `apply` does the delivery's work in the transaction and
+ * answers why it was ignored, or null when it was acted on.
+ */
+export const processDeliveryOnce = (
+  name: string,
+  deliveries: WebhookDeliveriesShape,
+  apply: (delivery: WebhookDelivery) => Effect.Effect<string | null>
+) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    return Effect.fn(`${name}.handle`)(function* (payload: unknown) {
+      const pointer = yield* Schema.decodeUnknownEffect(Pointer)(payload).pipe(Effect.orDie)
+      yield* sql
+        .withTransaction(
+          Effect.gen(function* () {
+            const found = yield* deliveries.lock(pointer.organization_id, pointer.delivery_id)
+            if (found._tag === "None" || found.value.processedAt !== null) return
+            const delivery = found.value
+            const outcome = yield* apply(delivery)
+            yield* deliveries.markProcessed(delivery.organizationId, delivery.deliveryId, outcome)
+            yield* Effect.logInfo(`${name}_delivery_processed`).pipe(
+              Effect.annotateLogs({
+                org_id: delivery.organizationId,
+                delivery_id: delivery.deliveryId,
+                event: delivery.event,
+                action: delivery.action,
+                ignored_reason: outcome
+              })
+            )
+          })
+        )
+        .pipe(Effect.orDie)
+    })
+  })

@@ -1,0 +1,107 @@
+/**
+ * The `bosun-inbox` handler of Slack deliveries (issue 9; spec: What the service does 3, Work item
+ * resource, Chat channel, Events 3): one thread is one work item (session
+ * `slack:{team}:{channel}:{thread ts}`).
+ *
+ * - A message addressed to Bosun starts the thread's work item (source CHAT, OPEN in INTAKE, the
+ *   text without mentions as title, the whole text as summary, the Slack user as requester, the
+ *   thread's link as source URL): an `app_mention`, a direct message to the bot, or a top-level
+ *   message in a channel with passive listening on. The `message` event Slack also sends for a
+ *   mention is recognised by the mention and not counted twice.
+ * - Any other message in a thread that has a work item is a follow-up. The intake and follow-up
+ *   runs are not built yet, so it is recorded as ignored with that reason, not silently dropped.
+ * - Bosun's own and other bots' messages, edits and deletions (subtypes), and messages not
+ *   addressed to Bosun are recorded as ignored, with why.
+ *
+ * Every channel an event comes from is recorded (ChatChannelsRepo.observe), so passive listening
+ * can be switched on for it. Each delivery is applied once (`ProcessDelivery`).
+ */
+import { Effect, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import { processDeliveryOnce } from "../inbox/ProcessDelivery.ts"
+import { ChatChannelsRepo } from "../persistence/ChatChannelsRepo.ts"
+import { SlackConnectionsRepo } from "../persistence/SlackConnectionsRepo.ts"
+import { SlackDeliveriesRepo } from "../persistence/SlackDeliveriesRepo.ts"
+import type { WebhookDelivery } from "../persistence/WebhookDeliveries.ts"
+import { WorkItemsRepo } from "../persistence/WorkItemsRepo.ts"
+
+const MessageEvent = Schema.Struct({
+  type: Schema.String,
+  subtype: Schema.optional(Schema.String),
+  channel: Schema.String,
+  channel_type: Schema.optional(Schema.String),
+  user: Schema.optional(Schema.String),
+  bot_id: Schema.optional(Schema.String),
+  text: Schema.optional(Schema.String),
+  ts: Schema.String,
+  thread_ts: Schema.optional(Schema.String)
+})
+
+const EventCallback = Schema.Struct({ team_id: Schema.String, event: MessageEvent })
+
+const SUMMARY_LIMIT = 4000
+const MENTION = /<@[A-Z0-9]+(?:\|[^>]*)?>/g
+
+/** A message's text as a title: mentions dropped, whitespace collapsed, at most 120 characters. */
+export const titleOfMessage = (text: string) => {
+  const plain = text.replace(MENTION, " ").replace(/\s+/g, " ").trim()
+  if (plain.length === 0) return "Slack message"
+  return plain.length > 120 ? `${plain.slice(0, 117)}...` : plain
+}
+
+/** The thread's link in Slack's web client. */
+export const threadUrl = (team: string, channel: string, threadTs: string) =>
+  `https://app.slack.com/client/${team}/${channel}/thread/${channel}-${threadTs}`
+
+export const makeSlackInboxHandler = Effect.gen(function* () {
+  const deliveries = yield* SlackDeliveriesRepo
+  const connections = yield* SlackConnectionsRepo
+  const channels = yield* ChatChannelsRepo
+  const workItems = yield* WorkItemsRepo
+  const sql = yield* SqlClient.SqlClient
+
+  const apply = (delivery: WebhookDelivery) =>
+    Effect.gen(function* () {
+      const connection = yield* connections.find(delivery.organizationId)
+      if (Option.isNone(connection)) return "the organization is no longer connected to Slack"
+      const decoded = yield* Effect.result(Schema.decodeUnknownEffect(EventCallback)(delivery.payload))
+      if (decoded._tag === "Failure") return `the payload is not a Slack message event: ${decoded.failure.message}`
+      const { team_id: team, event } = decoded.success
+      const bot = connection.value.bot_user_id
+      if (event.bot_id !== undefined || event.user === bot) return "a bot's message (Bosun's own included)"
+      if (event.subtype !== undefined) return `message ${event.subtype} is not acted on`
+      if (event.user === undefined) return "the message has no author"
+      const channel = yield* channels.observe(delivery.organizationId, {
+        id: event.channel,
+        isPrivate: event.channel_type === "group" || event.channel_type === "mpim"
+      })
+      const text = event.text ?? ""
+      const threadTs = event.thread_ts ?? event.ts
+      const sessionKey = `slack:${team}:${event.channel}:${threadTs}`
+      const mentioned = text.includes(`<@${bot}>`) || text.includes(`<@${bot}|`)
+      if (event.type === "message" && mentioned) return "a mention, handled as its app_mention"
+
+      const [existing] = yield* sql<{ id: string }>`
+        SELECT id FROM work_items
+        WHERE organization_id = ${delivery.organizationId} AND session_key = ${sessionKey}`.pipe(Effect.orDie)
+      if (existing !== undefined) return `a follow-up to work item ${existing.id}; follow-up runs are not built yet`
+
+      const addressed =
+        event.type === "app_mention" ||
+        event.channel_type === "im" ||
+        (channel.passive_enabled && event.thread_ts === undefined)
+      if (!addressed) return "the message is not addressed to Bosun"
+      const { item, created } = yield* workItems.forSession(delivery.organizationId, {
+        kind: "TASK",
+        source: "CHAT",
+        sessionKey,
+        title: titleOfMessage(text),
+        summary: text.slice(0, SUMMARY_LIMIT),
+        sourceUrl: threadUrl(team, event.channel, threadTs),
+        requestedByLogin: event.user
+      })
+      return created ? null : `the thread already has work item ${item.id}`
+    })
+
+  return yield* processDeliveryOnce("slack", deliveries, apply)
+})
