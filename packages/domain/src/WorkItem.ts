@@ -12,6 +12,16 @@
  * | FAILED                        | RETRY   | IN_PROGRESS / (unchanged) / —       | cleared      |
  * | FAILED                        | CANCEL  | CANCELLED / DONE / —                | now          |
  * | COMPLETED, CANCELLED          | REOPEN  | OPEN / INTAKE / —                   | cleared      |
+ *
+ * The intake run's decision (`WorkItemRun.ts`) moves an OPEN item in INTAKE (`afterIntake`):
+ *
+ * | decision      | next state / phase / waiting_reason | kind     | completed_at |
+ * | ------------- | ----------------------------------- | -------- | ------------ |
+ * | ANSWER        | COMPLETED / DONE / —                | QUESTION | now          |
+ * | NEEDS_CONTEXT | WAITING / INTAKE / CONTEXT          | kept     |              |
+ * | CHANGE        | WAITING / PLANNING / APPROVAL       | TASK     |              |
+ *
+ * A run that fails for good leaves the item FAILED in its phase (RETRY, CANCEL available).
  */
 import { Schema } from "effect"
 
@@ -64,6 +74,25 @@ export const applyAction = (
       return { state: "IN_PROGRESS", phase: status.phase, waiting_reason: null, completed: "cleared" }
     case "REOPEN":
       return { state: "OPEN", phase: "INTAKE", waiting_reason: null, completed: "cleared" }
+  }
+}
+
+export type IntakeDecision = "ANSWER" | "NEEDS_CONTEXT" | "CHANGE"
+
+/** The status (and kind) an item in intake takes from its intake run's decision. */
+export const afterIntake = (
+  decision: IntakeDecision
+): WorkItemStatus & {
+  readonly kind: "QUESTION" | "TASK" | undefined
+  readonly completed: "now" | "unchanged"
+} => {
+  switch (decision) {
+    case "ANSWER":
+      return { state: "COMPLETED", phase: "DONE", waiting_reason: null, kind: "QUESTION", completed: "now" }
+    case "NEEDS_CONTEXT":
+      return { state: "WAITING", phase: "INTAKE", waiting_reason: "CONTEXT", kind: undefined, completed: "unchanged" }
+    case "CHANGE":
+      return { state: "WAITING", phase: "PLANNING", waiting_reason: "APPROVAL", kind: "TASK", completed: "unchanged" }
   }
 }
 

@@ -131,7 +131,7 @@ layer(Fixture, { excludeTestServices: true })("FakeSlack", (it) => {
         ]
       )
       assert.strictEqual(thread.messages?.[0]?.reply_count, 2)
-      assert.deepStrictEqual(JSON.parse(JSON.stringify(thread.messages?.[1]?.blocks)), [
+      assert.deepStrictEqual<unknown>(thread.messages?.[1]?.blocks, [
         { type: "section", text: { type: "mrkdwn", text: "*Finding 1*" } }
       ])
 

@@ -7,14 +7,15 @@ import { type WorkflowType, WorkflowTypes } from "@bosun/actors/attempt/AttemptP
 import { Effect, Layer } from "effect"
 import { catalogDiscoveryWorkflow } from "../workflows/CatalogDiscoveryWorkflow.ts"
 import { reviewWorkflow } from "../workflows/ReviewWorkflow.ts"
+import { workItemIntakeWorkflow } from "../workflows/WorkItemIntakeWorkflow.ts"
 
 const registry = (types: Readonly<Record<string, WorkflowType>>) =>
   WorkflowTypes.of({ get: (workflowType) => (Object.hasOwn(types, workflowType) ? types[workflowType] : undefined) })
 
 /** Production's workflow types, built with the services they need (repositories, clients). */
 export const productionWorkflowTypes = Effect.map(
-  Effect.all([catalogDiscoveryWorkflow, reviewWorkflow]),
-  ([catalog, review]) => ({ ...catalog, ...review })
+  Effect.all([catalogDiscoveryWorkflow, reviewWorkflow, workItemIntakeWorkflow]),
+  ([catalog, review, intake]) => ({ ...catalog, ...review, ...intake })
 )
 
 /** The given types (built with what they need), registered; tests add theirs to production's this way. */

@@ -12,22 +12,24 @@ const Pointer = Schema.Struct({ organization_id: Schema.String, delivery_id: Sch
 
 /**
  * The inbox handler for `deliveries`: `apply` does the delivery's work in the transaction and
- * answers why it was ignored, or null when it was acted on.
+ * answers why it was ignored, or null when it was acted on; `afterCommit` then runs (waking the
+ * Scheduler for the runs the work queued).
  */
 export const processDeliveryOnce = (
   name: string,
   deliveries: WebhookDeliveriesShape,
-  apply: (delivery: WebhookDelivery) => Effect.Effect<string | null>
+  apply: (delivery: WebhookDelivery) => Effect.Effect<string | null>,
+  afterCommit: Effect.Effect<void> = Effect.void
 ) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     return Effect.fn(`${name}.handle`)(function* (payload: unknown) {
       const pointer = yield* Schema.decodeUnknownEffect(Pointer)(payload).pipe(Effect.orDie)
-      yield* sql
+      const acted = yield* sql
         .withTransaction(
           Effect.gen(function* () {
             const found = yield* deliveries.lock(pointer.organization_id, pointer.delivery_id)
-            if (found._tag === "None" || found.value.processedAt !== null) return
+            if (found._tag === "None" || found.value.processedAt !== null) return false
             const delivery = found.value
             const outcome = yield* apply(delivery)
             yield* deliveries.markProcessed(delivery.organizationId, delivery.deliveryId, outcome)
@@ -40,8 +42,10 @@ export const processDeliveryOnce = (
                 ignored_reason: outcome
               })
             )
+            return outcome === null
           })
         )
         .pipe(Effect.orDie)
+      if (acted) yield* afterCommit
     })
   })

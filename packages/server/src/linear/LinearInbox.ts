@@ -4,7 +4,7 @@
  *
  * - `Issue` created assigned to Bosun's Linear user, or updated so that it becomes assigned to it:
  *   the issue's work item is created (source TRACKER, its URL, `IDENT: title`, the description as
- *   summary, the actor as requester), OPEN in INTAKE.
+ *   summary, the actor as requester), OPEN in INTAKE, and its intake run is queued.
  * - `Comment` created that mentions Bosun (`@<app_user_name>`) on an issue without a work item
  *   creates it the same way.
  * - A comment on an issue that has a work item is a follow-up. The intake and follow-up runs are
@@ -14,12 +14,16 @@
  *
  * Each delivery is applied once (`ProcessDelivery`).
  */
+import { wakeScheduler } from "@bosun/actors/scheduler/SchedulerEntity"
 import { Effect, Option, Schema } from "effect"
+import { Sharding } from "effect/cluster"
 import { SqlClient } from "effect/sql"
 import { processDeliveryOnce } from "../inbox/ProcessDelivery.ts"
 import { LinearConnectionsRepo, type LinearIdentity } from "../persistence/LinearConnectionsRepo.ts"
 import { LinearDeliveriesRepo, type LinearDelivery } from "../persistence/LinearDeliveriesRepo.ts"
+import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
 import { WorkItemsRepo } from "../persistence/WorkItemsRepo.ts"
+import { enqueueIntake } from "../workflows/WorkItemIntakeWorkflow.ts"
 
 const Actor = Schema.optional(Schema.NullOr(Schema.Struct({ name: Schema.optional(Schema.String) })))
 
@@ -73,7 +77,17 @@ export const makeLinearInboxHandler = Effect.gen(function* () {
   const deliveries = yield* LinearDeliveriesRepo
   const connections = yield* LinearConnectionsRepo
   const workItems = yield* WorkItemsRepo
+  const repositories = yield* RepositoriesRepo
   const sql = yield* SqlClient.SqlClient
+
+  /** Queues the new item's intake run (in the delivery's transaction); null: the delivery was acted on. */
+  const intake = (organizationId: string, id: string, sessionKey: string) =>
+    enqueueIntake(organizationId, { id, sessionKey, primaryRepositoryId: null }).pipe(
+      Effect.provideService(SqlClient.SqlClient, sql),
+      Effect.provideService(WorkItemsRepo, workItems),
+      Effect.provideService(RepositoriesRepo, repositories),
+      Effect.as(null)
+    )
 
   const describe = (error: Schema.SchemaError) => `the payload is not a Linear event: ${error.message}`
 
@@ -96,7 +110,9 @@ export const makeLinearInboxHandler = Effect.gen(function* () {
         ...optional("sourceUrl", event.data.url ?? event.url),
         ...optional("requestedByLogin", event.actor?.name)
       })
-      return created ? null : `the issue already has work item ${item.id}`
+      return created
+        ? yield* intake(delivery.organizationId, item.id, `linear:${event.data.id}`)
+        : `the issue already has work item ${item.id}`
     })
 
   const comment = (delivery: LinearDelivery, me: LinearIdentity) =>
@@ -124,7 +140,9 @@ export const makeLinearInboxHandler = Effect.gen(function* () {
         ...optional("sourceUrl", event.data.issue?.url ?? event.url),
         ...optional("requestedByLogin", event.actor?.name)
       })
-      return created ? null : `the issue already has work item ${item.id}`
+      return created
+        ? yield* intake(delivery.organizationId, item.id, sessionKey)
+        : `the issue already has work item ${item.id}`
     })
 
   const process = (delivery: LinearDelivery) =>
@@ -141,7 +159,8 @@ export const makeLinearInboxHandler = Effect.gen(function* () {
       }
     })
 
-  return yield* processDeliveryOnce("linear", deliveries, process)
+  const wake = Effect.provideService(wakeScheduler, Sharding.Sharding, yield* Sharding.Sharding)
+  return yield* processDeliveryOnce("linear", deliveries, process, wake)
 })
 
 const titleOf = (identifier: string | undefined, title: string) =>

@@ -4,8 +4,10 @@
  * pass the same check. Every query filters by the organization.
  */
 import {
+  afterIntake,
   applyAction,
   availableActions,
+  type IntakeDecision,
   type WaitingReason,
   type WorkItem,
   type WorkItemAction,
@@ -50,6 +52,13 @@ export interface NewWorkItem {
   readonly sessionKey?: string
 }
 
+/** A work item as its runs see it: with the session it belongs to and its plan, if any. */
+export interface WorkItemForRun {
+  readonly item: WorkItem
+  readonly sessionKey: string | null
+  readonly plan: { readonly repository: string; readonly title: string; readonly plan: string } | null
+}
+
 export class WorkItemsRepo extends Context.Service<
   WorkItemsRepo,
   {
@@ -71,6 +80,30 @@ export class WorkItemsRepo extends Context.Service<
       organizationId: string,
       item: NewWorkItem & { readonly sessionKey: string }
     ) => Effect.Effect<{ readonly item: WorkItem; readonly created: boolean }>
+    readonly forRun: (organizationId: string, id: string) => Effect.Effect<Option.Option<WorkItemForRun>>
+    /** Records `runId` as the item's active run (in the transaction that queued it). */
+    readonly startRun: (organizationId: string, id: string, runId: string) => Effect.Effect<void>
+    /**
+     * Applies the intake run's decision, once: only while `runId` is the item's active run and the
+     * item is still in intake (a cancelled item, or a decision already recorded, changes nothing:
+     * none). Clears the active run.
+     */
+    readonly recordIntake: (
+      organizationId: string,
+      id: string,
+      runId: string,
+      decision: IntakeDecision,
+      details: {
+        readonly primaryRepositoryId?: string | undefined
+        readonly plan?: WorkItemForRun["plan"] | undefined
+      }
+    ) => Effect.Effect<Option.Option<WorkItem>>
+    /** The active run `runId` failed for good: the item is FAILED in its phase; none when it moved on. */
+    readonly recordRunFailed: (
+      organizationId: string,
+      id: string,
+      runId: string
+    ) => Effect.Effect<Option.Option<WorkItem>>
   }
 >()("bosun/server/persistence/WorkItemsRepo") {
   static readonly layer = Layer.effect(
@@ -139,6 +172,53 @@ export class WorkItemsRepo extends Context.Service<
             WHERE organization_id = ${organizationId} AND session_key = ${item.sessionKey}`.pipe(Effect.orDie)
           if (existing === undefined) return yield* Effect.die(new Error("the session's work item vanished"))
           return { item: toWorkItem(existing), created: false }
+        }),
+        forRun: Effect.fn("WorkItemsRepo.forRun")(function* (organizationId: string, id: string) {
+          const [row] = yield* sql<Row & { session_key: string | null; plan: WorkItemForRun["plan"] }>`
+            SELECT ${columns}, session_key, plan FROM work_items
+            WHERE organization_id = ${organizationId} AND id = ${id}`.pipe(Effect.orDie)
+          if (row === undefined) return Option.none()
+          const { session_key, plan, ...item } = row
+          return Option.some({ item: toWorkItem(item), sessionKey: session_key, plan })
+        }),
+        startRun: Effect.fn("WorkItemsRepo.startRun")(function* (organizationId: string, id: string, runId: string) {
+          yield* sql`UPDATE work_items SET active_run_id = ${runId}, updated_at = now()
+                     WHERE organization_id = ${organizationId} AND id = ${id}`.pipe(Effect.orDie)
+        }),
+        recordIntake: Effect.fn("WorkItemsRepo.recordIntake")(function* (
+          organizationId: string,
+          id: string,
+          runId: string,
+          decision: IntakeDecision,
+          details: {
+            readonly primaryRepositoryId?: string | undefined
+            readonly plan?: WorkItemForRun["plan"] | undefined
+          }
+        ) {
+          const next = afterIntake(decision)
+          const [row] = yield* sql<Row>`
+            UPDATE work_items SET state = ${next.state}, phase = ${next.phase}, waiting_reason = ${next.waiting_reason},
+                   kind = coalesce(${next.kind ?? null}, kind),
+                   primary_repository_id = coalesce(${details.primaryRepositoryId ?? null}, primary_repository_id),
+                   plan = coalesce(${details.plan === undefined ? null : JSON.stringify(details.plan)}::jsonb, plan),
+                   completed_at = ${next.completed === "now" ? sql`now()` : sql`completed_at`},
+                   active_run_id = NULL, updated_at = now()
+            WHERE organization_id = ${organizationId} AND id = ${id} AND active_run_id = ${runId}
+              AND state IN ('OPEN', 'IN_PROGRESS') AND phase = 'INTAKE'
+            RETURNING ${columns}`.pipe(Effect.orDie)
+          return Option.map(Option.fromUndefinedOr(row), toWorkItem)
+        }),
+        recordRunFailed: Effect.fn("WorkItemsRepo.recordRunFailed")(function* (
+          organizationId: string,
+          id: string,
+          runId: string
+        ) {
+          const [row] = yield* sql<Row>`
+            UPDATE work_items SET state = 'FAILED', waiting_reason = NULL, active_run_id = NULL, updated_at = now()
+            WHERE organization_id = ${organizationId} AND id = ${id} AND active_run_id = ${runId}
+              AND state IN ('OPEN', 'IN_PROGRESS')
+            RETURNING ${columns}`.pipe(Effect.orDie)
+          return Option.map(Option.fromUndefinedOr(row), toWorkItem)
         })
       })
     })

@@ -5,8 +5,8 @@
  *
  * - A message addressed to Bosun starts the thread's work item (source CHAT, OPEN in INTAKE, the
  *   text without mentions as title, the whole text as summary, the Slack user as requester, the
- *   thread's link as source URL): an `app_mention`, a direct message to the bot, or a top-level
- *   message in a channel with passive listening on. The `message` event Slack also sends for a
+ *   thread's link as source URL) and queues its intake run: an `app_mention`, a direct message to
+ *   the bot, or a top-level message in a channel with passive listening on. The `message` event Slack also sends for a
  *   mention is recognised by the mention and not counted twice.
  * - Any other message in a thread that has a work item is a follow-up. The intake and follow-up
  *   runs are not built yet, so it is recorded as ignored with that reason, not silently dropped.
@@ -16,14 +16,18 @@
  * Every channel an event comes from is recorded (ChatChannelsRepo.observe), so passive listening
  * can be switched on for it. Each delivery is applied once (`ProcessDelivery`).
  */
+import { wakeScheduler } from "@bosun/actors/scheduler/SchedulerEntity"
 import { Effect, Option, Schema } from "effect"
+import { Sharding } from "effect/cluster"
 import { SqlClient } from "effect/sql"
 import { processDeliveryOnce } from "../inbox/ProcessDelivery.ts"
 import { ChatChannelsRepo } from "../persistence/ChatChannelsRepo.ts"
+import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
 import { SlackConnectionsRepo } from "../persistence/SlackConnectionsRepo.ts"
 import { SlackDeliveriesRepo } from "../persistence/SlackDeliveriesRepo.ts"
 import type { WebhookDelivery } from "../persistence/WebhookDeliveries.ts"
 import { WorkItemsRepo } from "../persistence/WorkItemsRepo.ts"
+import { enqueueIntake } from "../workflows/WorkItemIntakeWorkflow.ts"
 
 const MessageEvent = Schema.Struct({
   type: Schema.String,
@@ -58,6 +62,7 @@ export const makeSlackInboxHandler = Effect.gen(function* () {
   const connections = yield* SlackConnectionsRepo
   const channels = yield* ChatChannelsRepo
   const workItems = yield* WorkItemsRepo
+  const repositories = yield* RepositoriesRepo
   const sql = yield* SqlClient.SqlClient
 
   const apply = (delivery: WebhookDelivery) =>
@@ -100,8 +105,15 @@ export const makeSlackInboxHandler = Effect.gen(function* () {
         sourceUrl: threadUrl(team, event.channel, threadTs),
         requestedByLogin: event.user
       })
-      return created ? null : `the thread already has work item ${item.id}`
+      if (!created) return `the thread already has work item ${item.id}`
+      yield* enqueueIntake(delivery.organizationId, { id: item.id, sessionKey, primaryRepositoryId: null }).pipe(
+        Effect.provideService(SqlClient.SqlClient, sql),
+        Effect.provideService(WorkItemsRepo, workItems),
+        Effect.provideService(RepositoriesRepo, repositories)
+      )
+      return null
     })
 
-  return yield* processDeliveryOnce("slack", deliveries, apply)
+  const wake = Effect.provideService(wakeScheduler, Sharding.Sharding, yield* Sharding.Sharding)
+  return yield* processDeliveryOnce("slack", deliveries, apply, wake)
 })

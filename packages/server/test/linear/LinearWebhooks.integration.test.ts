@@ -11,7 +11,7 @@ import { assert, layer } from "@effect/vitest"
 import { Duration, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { errorCode, signIn } from "../support/Identity.ts"
-import { layerTestServer, request } from "../support/TestServer.ts"
+import { layerTestServer, request, testSettings } from "../support/TestServer.ts"
 
 const SECRET = "lin_wh_secret_0123456789"
 const BOSUN_USER = "user-bosun"
@@ -137,7 +137,23 @@ const accepted = (response: { status: number; text: string; json: unknown }) => 
   return (response.json as { data: { accepted: boolean; duplicate: boolean } }).data
 }
 
-layer(layerTestServer(), { excludeTestServices: true })("Linear", (it) => {
+// No AGENT lane: the intake runs the inbox queues stay QUEUED for the assertions (this server has
+// no agent connection, so a claimed one would fail at once and move its item to FAILED).
+const defaults = testSettings()
+const settings = {
+  cluster: { ...defaults.cluster, scheduler: { ...defaults.cluster.scheduler, lanes: { AGENT: 0, REVIEW: 4 } } }
+}
+
+/** The item's active run: its intake, queued with the item in one transaction, on the item's session. */
+const intakeOf = (itemId: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<{ workflow_type: string; status: string; session_key: string | null; input: unknown }>`
+      SELECT r.workflow_type, r.status, j.session_key, r.input_snapshot AS input
+      FROM work_items w JOIN workflow_runs r ON r.id = w.active_run_id JOIN jobs j ON j.run_id = r.id
+      WHERE w.id = ${itemId}`.pipe(Effect.orDie)
+  )
+
+layer(layerTestServer({ settings }), { excludeTestServices: true })("Linear", (it) => {
   it.effect("an admin connects a workspace: secrets sealed and never returned; members may read, not write", () =>
     Effect.gen(function* () {
       const admin = yield* connected("lin-conn", "ws-conn")
@@ -233,6 +249,15 @@ layer(layerTestServer(), { excludeTestServices: true })("Linear", (it) => {
           session_key: "linear:101"
         }
       )
+
+      assert.deepStrictEqual(yield* intakeOf(item?.id ?? ""), [
+        {
+          workflow_type: "work_item_intake",
+          status: "QUEUED",
+          session_key: "linear:101",
+          input: { work_item_id: item?.id }
+        }
+      ])
 
       // Another delivery about the same issue (re-assigned) finds the same work item.
       const reassigned = yield* deliver({

@@ -11,7 +11,7 @@ import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { threadUrl, titleOfMessage } from "../../src/slack/SlackInbox.ts"
 import { errorCode, signIn } from "../support/Identity.ts"
-import { layerTestServer, request } from "../support/TestServer.ts"
+import { layerTestServer, request, testSettings } from "../support/TestServer.ts"
 
 const ORG = "slack-events"
 const TEAM = "T0EVENTS"
@@ -20,8 +20,13 @@ const TOKEN = "xoxb-slack-events-test-1b2c"
 const SECRET = "slack-events-signing-secret-5d6e"
 const CHANNEL = "C0GENERAL"
 
+// No AGENT lane: the intake runs the inbox queues stay QUEUED for the assertions (this server has
+// no agent connection, so a claimed one would fail at once and move its item to FAILED).
+const defaults = testSettings()
+const cluster = { ...defaults.cluster, scheduler: { ...defaults.cluster.scheduler, lanes: { AGENT: 0, REVIEW: 4 } } }
+
 const Stack = Layer.unwrap(
-  Effect.map(FakeSlack, (fake) => layerTestServer({ settings: { slackApiUrl: new URL(fake.apiUrl) } }))
+  Effect.map(FakeSlack, (fake) => layerTestServer({ settings: { slackApiUrl: new URL(fake.apiUrl), cluster } }))
 ).pipe(Layer.provideMerge(FakeSlack.layer))
 
 const json = (cookie: string, method: string, body?: unknown): RequestInit => ({
@@ -211,6 +216,13 @@ layer(Stack, { excludeTestServices: true, timeout: "60 seconds" })("Slack events
             available_actions: ["CANCEL"]
           }
         )
+        const sql = yield* SqlClient.SqlClient
+        const intake = yield* sql<{ workflow_type: string; status: string; session_key: string | null }>`
+          SELECT r.workflow_type, r.status, j.session_key FROM workflow_runs r JOIN jobs j ON j.run_id = r.id
+          WHERE r.id = ${item.active_run_id as string}`.pipe(Effect.orDie)
+        assert.deepStrictEqual(intake, [
+          { workflow_type: "work_item_intake", status: "QUEUED", session_key: sessionKey }
+        ])
       })
   )
 

@@ -1,0 +1,49 @@
+/**
+ * Where a work item's replies go (issue 9: "a QUESTION is answered in the thread", "asks in the
+ * thread", "the PR link is posted back to the thread/ticket"): the item's session names its
+ * thread or ticket, and the reply becomes that provider's effect on `bosun-effects` —
+ * `slack.message` into the thread for `slack:{team}:{channel}:{thread ts}`, `linear.comment` on
+ * the issue for `linear:{issue id}`. An item with no such session (made through the API) has
+ * nowhere to reply: none.
+ */
+import { Option } from "effect"
+import { LINEAR_COMMENT, type LinearComment } from "../linear/LinearEffects.ts"
+import { SLACK_MESSAGE, type SlackMessage } from "../slack/SlackEffects.ts"
+
+export interface ReplyEffect {
+  readonly kind: typeof SLACK_MESSAGE | typeof LINEAR_COMMENT
+  readonly payload: SlackMessage | LinearComment
+}
+
+const SLACK_SESSION = /^slack:([^:]+):([^:]+):([^:]+)$/
+const LINEAR_SESSION = /^linear:(.+)$/
+
+/** The effect that posts `text` where the session's conversation is, under the idempotency `key`. */
+export const replyEffect = (
+  organizationId: string,
+  sessionKey: string | null,
+  text: string,
+  key: string
+): Option.Option<ReplyEffect> => {
+  const slack = sessionKey === null ? null : SLACK_SESSION.exec(sessionKey)
+  if (slack !== null) {
+    return Option.some({
+      kind: SLACK_MESSAGE,
+      payload: {
+        organization_id: organizationId,
+        channel: slack[2] as string,
+        thread_ts: slack[3] as string,
+        text,
+        idempotency_key: key
+      }
+    })
+  }
+  const linear = sessionKey === null ? null : LINEAR_SESSION.exec(sessionKey)
+  if (linear !== null) {
+    return Option.some({
+      kind: LINEAR_COMMENT,
+      payload: { organization_id: organizationId, issue_id: linear[1] as string, body: text, idempotency_key: key }
+    })
+  }
+  return Option.none()
+}

@@ -1,0 +1,275 @@
+/**
+ * The intake run of a work item (issue 9, "Work items" flow; spec: What the service does 3, Work
+ * item resource): a `work_item_intake` RunAttemptWorkflow on the AGENT lane, queued in the
+ * transaction that created the item, keyed by the item's session so a thread's runs go one at a
+ * time, in order (the Scheduler's session FIFO).
+ *
+ * - prepare: the item's request, the organization's repositories, a checkout of the item's
+ *   primary repository when it has one (default branch, installation token), the output contract
+ *   (`IntakeOutput`) and the agent's credentials, as the review run has them.
+ * - publish: `outputs/intake.json` decoded with the domain contract; the item takes the
+ *   decision's status (domain `afterIntake`) and the reply — the answer, the question, or the plan
+ *   with how to approve it — is queued as the provider effect of the item's thread or ticket, in
+ *   one transaction, once (only while this run is the item's active run). A CHANGE naming a
+ *   repository the organization does not have becomes a question asking which one.
+ * - reportFailure: the item is FAILED and the thread is told why (RETRY from the dashboard).
+ */
+
+import { AttemptError, type WorkflowType } from "@bosun/actors/attempt/AttemptPorts"
+import { enqueueRun } from "@bosun/actors/jobs/RunQueue"
+import { INTAKE_OUTPUT_PATH, IntakeOutput, type Repository, type RunRequest } from "@bosun/domain"
+import { Effect, Option, Redacted, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import { AppConfig } from "../config/AppConfig.ts"
+import { AgentConnectionsRepo } from "../persistence/AgentConnectionsRepo.ts"
+import { ConfigurationRepo } from "../persistence/ConfigurationRepo.ts"
+import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
+import { type WorkItemForRun, WorkItemsRepo } from "../persistence/WorkItemsRepo.ts"
+import { GitHubApp } from "../providers/GitHubApp.ts"
+import { Outbox } from "../storage/Outbox.ts"
+import { INTAKE_INSTRUCTIONS, intakePrompt } from "../work/IntakeInstructions.ts"
+import { replyEffect } from "../work/WorkItemReplies.ts"
+import { cloneUrl } from "./ReviewWorkflow.ts"
+
+export const WORK_ITEM_INTAKE = "work_item_intake"
+
+const CHECKOUT = "repo"
+const INTAKE_TIME_LIMIT_SECONDS = 1800
+
+const fail = (code: string, message: string, retryable = false) => new AttemptError({ code, message, retryable })
+
+const Input = Schema.Struct({ work_item_id: Schema.String })
+const decodeOutput = Schema.decodeUnknownEffect(Schema.fromJsonString(IntakeOutput))
+
+/**
+ * Queues the item's intake run and makes it the item's active run; in the caller's transaction.
+ * An item that names no repository runs on the organization's only available one, if it has
+ * exactly one (so the agent can read the code it is asked about).
+ */
+export const enqueueIntake = (
+  organizationId: string,
+  item: { readonly id: string; readonly sessionKey: string; readonly primaryRepositoryId: string | null }
+) =>
+  Effect.gen(function* () {
+    const available =
+      item.primaryRepositoryId !== null
+        ? []
+        : (yield* (yield* RepositoriesRepo).list(organizationId)).filter((repository) => repository.available)
+    const queued = yield* enqueueRun({
+      organizationId,
+      repositoryId: item.primaryRepositoryId ?? (available.length === 1 ? (available[0]?.id ?? null) : null),
+      workflowType: WORK_ITEM_INTAKE,
+      lane: "AGENT",
+      sessionKey: item.sessionKey,
+      inputSnapshot: { work_item_id: item.id }
+    })
+    yield* (yield* WorkItemsRepo).startRun(organizationId, item.id, queued.runId)
+    return queued
+  })
+
+const fullName = (repository: Repository) => `${repository.owner}/${repository.name}`
+
+export const workItemIntakeWorkflow = Effect.gen(function* () {
+  const config = yield* AppConfig
+  const sql = yield* SqlClient.SqlClient
+  const workItems = yield* WorkItemsRepo
+  const repositories = yield* RepositoriesRepo
+  const configurations = yield* ConfigurationRepo
+  const connections = yield* AgentConnectionsRepo
+  const app = yield* GitHubApp
+  const outbox = yield* Outbox
+
+  const itemOf = Effect.fnUntraced(function* (run: {
+    readonly organizationId: string
+    readonly inputSnapshot: unknown
+  }) {
+    const input = yield* Schema.decodeUnknownEffect(Input)(run.inputSnapshot).pipe(
+      Effect.mapError(() => fail("work_item_missing", "The run names no work item"))
+    )
+    const found = yield* workItems.forRun(run.organizationId, input.work_item_id)
+    if (Option.isNone(found)) return yield* fail("work_item_missing", "The work item of this run no longer exists")
+    return found.value
+  })
+
+  /** The reply of a decision and the item's new details. */
+  const decide = (found: WorkItemForRun, output: IntakeOutput, known: ReadonlyArray<Repository>) => {
+    switch (output.decision) {
+      case "ANSWER":
+        return { decision: "ANSWER" as const, text: output.answer, details: {} }
+      case "NEEDS_CONTEXT":
+        return { decision: "NEEDS_CONTEXT" as const, text: output.question, details: {} }
+      case "CHANGE": {
+        const repository = known.find(
+          (candidate) => fullName(candidate).toLowerCase() === output.repository.toLowerCase()
+        )
+        if (repository === undefined) {
+          const names = known.map(fullName)
+          return {
+            decision: "NEEDS_CONTEXT" as const,
+            text: `I would change ${output.repository}, but this organization has no such repository connected${
+              names.length === 0 ? "" : ` (it has ${names.join(", ")})`
+            }. Which repository should the change go to?`,
+            details: {}
+          }
+        }
+        return {
+          decision: "CHANGE" as const,
+          text: [
+            `**Plan for ${fullName(repository)}: ${output.title}**`,
+            output.plan,
+            `Nothing is changed until someone approves: APPROVE work item ${found.item.id} in the Bosun dashboard (or \`POST .../work-items/${found.item.id}/actions {"action":"APPROVE"}\`) and Bosun opens the pull request.`
+          ].join("\n\n"),
+          details: {
+            primaryRepositoryId: repository.id,
+            plan: { repository: fullName(repository), title: output.title, plan: output.plan }
+          }
+        }
+      }
+    }
+  }
+
+  const type: WorkflowType = {
+    lane: "AGENT",
+    prepare: (run) =>
+      Effect.gen(function* () {
+        const found = yield* itemOf(run)
+        const configuration = yield* configurations.effective(run.organizationId, run.repositoryId)
+        if (configuration.sandbox_provider === "PLATFORM_CONTAINER") {
+          return yield* fail(
+            "credential_injection_unsupported",
+            "Work-item runs do not run on PLATFORM_CONTAINER sandboxes yet: choose EXTERNAL_RUNTIME or a hosted sandbox provider"
+          )
+        }
+        const own =
+          run.repositoryId === null
+            ? Option.none()
+            : yield* connections.credentials(run.organizationId, run.repositoryId)
+        const scope = Option.isSome(own) ? own : yield* connections.credentials(run.organizationId, null)
+        if (Option.isNone(scope)) {
+          return yield* fail(
+            "agent_connection_missing",
+            "No agent connection of this organization or repository has provider credentials"
+          )
+        }
+        const known = (yield* repositories.list(run.organizationId)).filter((repository) => repository.available)
+        const primary =
+          run.repositoryId === null ? undefined : known.find((repository) => repository.id === run.repositoryId)
+        const checkout =
+          primary === undefined
+            ? []
+            : [
+                {
+                  id: primary.id,
+                  url: cloneUrl(config.githubApiUrl, primary.owner, primary.name),
+                  ref: primary.default_branch,
+                  path: CHECKOUT,
+                  credential: Redacted.value(
+                    yield* app
+                      .installationToken(run.organizationId, { owner: primary.owner, name: primary.name })
+                      .pipe(
+                        Effect.mapError((error) =>
+                          fail(
+                            `github_${error.reason === "Unavailable" ? "unavailable" : "not_installed"}`,
+                            error.message,
+                            error.reason === "Unavailable"
+                          )
+                        )
+                      )
+                  )
+                }
+              ]
+        const request: RunRequest = {
+          run_id: run.runId,
+          attempt_id: run.attemptId,
+          agent: { kind: configuration.agent_provider },
+          model: configuration.model === "" ? "default" : configuration.model,
+          prompt: intakePrompt({
+            title: found.item.title,
+            request: found.item.summary ?? "",
+            requester: found.item.requested_by_login,
+            repositories: known.map(fullName),
+            checkout: primary === undefined ? null : { repository: fullName(primary), path: CHECKOUT }
+          }),
+          instructions: INTAKE_INSTRUCTIONS,
+          repositories: checkout,
+          mcp_servers: [],
+          skills: [],
+          egress_tier: "STRICT",
+          time_limit_seconds: INTAKE_TIME_LIMIT_SECONDS,
+          credential_mode: "INLINE",
+          provider_credentials: scope.value.credentials
+        }
+        return {
+          request,
+          sandbox: {
+            provider: configuration.sandbox_provider,
+            instanceClass: "standard-2" as const,
+            egressTier: "STRICT" as const
+          },
+          grants: [],
+          model: configuration.model === "" ? null : configuration.model,
+          provider: configuration.agent_provider
+        }
+      }),
+    publish: ({ run, file }) =>
+      Effect.gen(function* () {
+        const found = yield* itemOf(run)
+        const bytes = yield* file(INTAKE_OUTPUT_PATH)
+        const output = yield* decodeOutput(new TextDecoder().decode(bytes)).pipe(
+          Effect.mapError((error) =>
+            fail(
+              "intake_output_invalid",
+              `The agent's decision does not match the output contract: ${error.message.split("\n").slice(0, 3).join(" ")}`
+            )
+          )
+        )
+        const known = (yield* repositories.list(run.organizationId)).filter((repository) => repository.available)
+        const decided = decide(found, output, known)
+        const reply = replyEffect(run.organizationId, found.sessionKey, decided.text, `work_item.intake:${run.runId}`)
+        yield* outbox
+          .transaction(
+            Effect.gen(function* () {
+              const updated = yield* workItems.recordIntake(
+                run.organizationId,
+                found.item.id,
+                run.runId,
+                decided.decision,
+                decided.details
+              )
+              // Recorded already (a publish run again) or the item moved on (cancelled): nothing to post.
+              if (Option.isNone(updated) || Option.isNone(reply)) return
+              yield* outbox.write("bosun-effects", reply.value.kind, reply.value.payload)
+            })
+          )
+          .pipe(
+            Effect.mapError((error) => fail("intake_unrecorded", error.message, true)),
+            Effect.provideService(SqlClient.SqlClient, sql)
+          )
+      })
+  }
+
+  const reportFailure: NonNullable<WorkflowType["reportFailure"]> = (report) =>
+    Effect.gen(function* () {
+      const found = yield* itemOf(report.run)
+      const reply = replyEffect(
+        report.run.organizationId,
+        found.sessionKey,
+        `I could not work on this request: ${report.error.message} (${report.error.code}). It can be retried from the Bosun dashboard.`,
+        `work_item.failed:${report.run.runId}`
+      )
+      yield* outbox
+        .transaction(
+          Effect.gen(function* () {
+            const updated = yield* workItems.recordRunFailed(report.run.organizationId, found.item.id, report.run.runId)
+            if (Option.isNone(updated) || Option.isNone(reply)) return
+            yield* outbox.write("bosun-effects", reply.value.kind, reply.value.payload)
+          })
+        )
+        .pipe(
+          Effect.mapError((error) => fail("failure_report_unrecorded", error.message, true)),
+          Effect.provideService(SqlClient.SqlClient, sql)
+        )
+    })
+
+  return { [WORK_ITEM_INTAKE]: { ...type, reportFailure } }
+})
