@@ -2,11 +2,20 @@
  * `GET .../work-items`, `GET .../work-items/{id}` and `POST .../work-items/{id}/actions` (spec:
  * Organization endpoints). Members may act on their organization's items; an action the item
  * does not list is 409 `action_not_available`; each accepted action is audited.
+ *
+ * An action that puts the item back into intake — RETRY of an item that failed there, REOPEN of a
+ * finished one — queues its intake run in the same transaction (issue 9: the actions endpoint
+ * "drives the same transitions as chat/ticket replies") and wakes the Scheduler after the commit.
  */
-import { BosunApi, Conflict, CurrentUser, ErrorCodes, NotFound } from "@bosun/domain"
+import { wakeScheduler } from "@bosun/actors/scheduler/SchedulerEntity"
+import { BosunApi, Conflict, CurrentUser, ErrorCodes, NotFound, type WorkItemAction } from "@bosun/domain"
 import { Effect, Option } from "effect"
+import { Sharding } from "effect/cluster"
+import { SqlClient } from "effect/sql"
 import { AuditLog } from "../persistence/AuditLog.ts"
+import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
 import { WorkItemsRepo } from "../persistence/WorkItemsRepo.ts"
+import { enqueueIntake } from "../workflows/WorkItemIntakeWorkflow.ts"
 import { group } from "./ApiGroup.ts"
 import { OrgAccess } from "./OrgAccess.ts"
 
@@ -19,6 +28,36 @@ export const WorkItemsHttp = group(
     const access = yield* OrgAccess
     const items = yield* WorkItemsRepo
     const audit = yield* AuditLog
+    const repositories = yield* RepositoriesRepo
+    const sql = yield* SqlClient.SqlClient
+    const wake = Effect.provideService(wakeScheduler, Sharding.Sharding, yield* Sharding.Sharding)
+
+    /** Applies the action, queuing the intake run when it puts the item back into intake. */
+    const act = (organizationId: string, id: string, action: WorkItemAction) =>
+      sql
+        .withTransaction(
+          Effect.gen(function* () {
+            const updated = yield* items.act(organizationId, id, action)
+            if (Option.isNone(updated)) return Option.none()
+            if (updated.value.phase !== "INTAKE" || (action !== "RETRY" && action !== "REOPEN")) {
+              return Option.some({ item: updated.value, queued: false })
+            }
+            const found = yield* items.forRun(organizationId, id)
+            yield* enqueueIntake(organizationId, {
+              id,
+              sessionKey: Option.match(found, { onNone: () => null, onSome: (run) => run.sessionKey }),
+              primaryRepositoryId: updated.value.primary_repository_id
+            }).pipe(
+              Effect.provideService(SqlClient.SqlClient, sql),
+              Effect.provideService(WorkItemsRepo, items),
+              Effect.provideService(RepositoriesRepo, repositories)
+            )
+            const now = yield* items.find(organizationId, id)
+            return Option.some({ item: Option.getOrElse(now, () => updated.value), queued: true })
+          })
+        )
+        .pipe(Effect.catchTag("SqlError", Effect.die))
+
     return handlers
       .handle("list", ({ params }) =>
         Effect.gen(function* () {
@@ -38,13 +77,13 @@ export const WorkItemsHttp = group(
         Effect.gen(function* () {
           yield* access.member(params.organization_id)
           const user = yield* CurrentUser
-          const item = yield* audit
-            .audited(items.act(params.organization_id, params.work_item_id, payload.action), (updated) => ({
+          const acted = yield* audit
+            .audited(act(params.organization_id, params.work_item_id, payload.action), ({ item }) => ({
               organizationId: params.organization_id,
               actor: { kind: "user", userId: user.userId },
               action: `work_item.${payload.action.toLowerCase()}`,
               target: `work_item:${params.work_item_id}`,
-              details: { state: updated.state }
+              details: { state: item.state }
             }))
             .pipe(
               Effect.catchTag("ActionNotAvailable", ({ state, available }) =>
@@ -56,8 +95,9 @@ export const WorkItemsHttp = group(
                 )
               )
             )
-          if (Option.isNone(item)) return yield* workItemNotFound
-          return { data: item.value }
+          if (Option.isNone(acted)) return yield* workItemNotFound
+          if (acted.value.queued) yield* wake
+          return { data: acted.value.item }
         })
       )
   })

@@ -48,7 +48,7 @@ const decodeOutput = Schema.decodeUnknownEffect(Schema.fromJsonString(IntakeOutp
  */
 export const enqueueIntake = (
   organizationId: string,
-  item: { readonly id: string; readonly sessionKey: string; readonly primaryRepositoryId: string | null }
+  item: { readonly id: string; readonly sessionKey: string | null; readonly primaryRepositoryId: string | null }
 ) =>
   Effect.gen(function* () {
     const available =
@@ -60,7 +60,7 @@ export const enqueueIntake = (
       repositoryId: item.primaryRepositoryId ?? (available.length === 1 ? (available[0]?.id ?? null) : null),
       workflowType: WORK_ITEM_INTAKE,
       lane: "AGENT",
-      sessionKey: item.sessionKey,
+      sessionKey: item.sessionKey ?? undefined,
       inputSnapshot: { work_item_id: item.id }
     })
     yield* (yield* WorkItemsRepo).startRun(organizationId, item.id, queued.runId)
