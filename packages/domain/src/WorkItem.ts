@@ -22,6 +22,12 @@
  * | CHANGE        | WAITING / PLANNING / APPROVAL       | TASK     |              |
  *
  * A run that fails for good leaves the item FAILED in its phase (RETRY, CANCEL available).
+ *
+ * A follow-up in the item's thread or ticket (`afterFollowUp`) that is not an approval or a
+ * rejection sends the item back to intake, IN_PROGRESS, with a new intake run queued behind any
+ * running one (the session's FIFO): WAITING for CONTEXT (the answer), WAITING for APPROVAL (plan
+ * feedback), COMPLETED (a further question), FAILED, OPEN and IN_PROGRESS alike. A CANCELLED item
+ * takes no follow-up: a person cancelled it, and REOPEN brings it back.
  */
 import { Schema } from "effect"
 
@@ -95,6 +101,14 @@ export const afterIntake = (
       return { state: "WAITING", phase: "PLANNING", waiting_reason: "APPROVAL", kind: "TASK", completed: "unchanged" }
   }
 }
+
+/** The status after a follow-up message, or undefined when the item takes none (CANCELLED). */
+export const afterFollowUp = (
+  status: WorkItemStatus
+): (WorkItemStatus & { readonly completed: "cleared" }) | undefined =>
+  status.state === "CANCELLED"
+    ? undefined
+    : { state: "IN_PROGRESS", phase: "INTAKE", waiting_reason: null, completed: "cleared" }
 
 const Text = Schema.NullOr(Schema.String)
 

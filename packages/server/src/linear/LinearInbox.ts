@@ -7,8 +7,9 @@
  *   summary, the actor as requester), OPEN in INTAKE, and its intake run is queued.
  * - `Comment` created that mentions Bosun (`@<app_user_name>`) on an issue without a work item
  *   creates it the same way.
- * - A comment on an issue that has a work item is a follow-up. The intake and follow-up runs are
- *   not built yet, so it is recorded as ignored with that reason, not silently dropped.
+ * - A comment on an issue that has a work item is a follow-up of it (`work/FollowUps.ts`): an
+ *   approval or rejection of its plan, or part of the conversation, which queues a new intake run
+ *   behind the issue's running one.
  * - Bosun's own comments, other actions and issues that are not Bosun's are recorded as ignored,
  *   with why.
  *
@@ -23,6 +24,7 @@ import { LinearConnectionsRepo, type LinearIdentity } from "../persistence/Linea
 import { LinearDeliveriesRepo, type LinearDelivery } from "../persistence/LinearDeliveriesRepo.ts"
 import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
 import { WorkItemsRepo } from "../persistence/WorkItemsRepo.ts"
+import { makeFollowUps } from "../work/FollowUps.ts"
 import { enqueueIntake } from "../workflows/WorkItemIntakeWorkflow.ts"
 
 const Actor = Schema.optional(Schema.NullOr(Schema.Struct({ name: Schema.optional(Schema.String) })))
@@ -79,6 +81,7 @@ export const makeLinearInboxHandler = Effect.gen(function* () {
   const workItems = yield* WorkItemsRepo
   const repositories = yield* RepositoriesRepo
   const sql = yield* SqlClient.SqlClient
+  const followUp = yield* makeFollowUps
 
   /** Queues the new item's intake run (in the delivery's transaction); null: the delivery was acted on. */
   const intake = (organizationId: string, id: string, sessionKey: string) =>
@@ -128,7 +131,11 @@ export const makeLinearInboxHandler = Effect.gen(function* () {
         Effect.orDie
       )
       if (existing !== undefined) {
-        return `a follow-up to work item ${existing.id}; follow-up runs are not built yet`
+        return yield* followUp(
+          delivery.organizationId,
+          { id: existing.id, sessionKey },
+          { author: event.actor?.name ?? null, text: event.data.body, deliveryId: delivery.deliveryId }
+        )
       }
       if (!mentions(event.data.body, me.appUserName)) return "the comment does not mention Bosun"
       const { item, created } = yield* workItems.forSession(delivery.organizationId, {

@@ -4,6 +4,7 @@
  * pass the same check. Every query filters by the organization.
  */
 import {
+  afterFollowUp,
   afterIntake,
   applyAction,
   availableActions,
@@ -98,6 +99,21 @@ export class WorkItemsRepo extends Context.Service<
         readonly plan?: WorkItemForRun["plan"] | undefined
       }
     ) => Effect.Effect<Option.Option<WorkItem>>
+    /**
+     * Records a follow-up message of the item's conversation, once per delivery, and moves the
+     * item back to intake (domain `afterFollowUp`); none when the item takes no follow-up
+     * (CANCELLED) or the delivery was recorded already.
+     */
+    readonly followUp: (
+      organizationId: string,
+      id: string,
+      message: { readonly author: string | null; readonly body: string; readonly deliveryId: string }
+    ) => Effect.Effect<Option.Option<WorkItem>>
+    /** The follow-ups of the item's conversation, oldest first. */
+    readonly messages: (
+      organizationId: string,
+      id: string
+    ) => Effect.Effect<ReadonlyArray<{ readonly author: string | null; readonly body: string }>>
     /** The active run `runId` failed for good: the item is FAILED in its phase; none when it moved on. */
     readonly recordRunFailed: (
       organizationId: string,
@@ -207,6 +223,35 @@ export class WorkItemsRepo extends Context.Service<
               AND state IN ('OPEN', 'IN_PROGRESS') AND phase = 'INTAKE'
             RETURNING ${columns}`.pipe(Effect.orDie)
           return Option.map(Option.fromUndefinedOr(row), toWorkItem)
+        }),
+        followUp: Effect.fn("WorkItemsRepo.followUp")(function* (
+          organizationId: string,
+          id: string,
+          message: { readonly author: string | null; readonly body: string; readonly deliveryId: string }
+        ) {
+          const [row] = yield* sql<Row>`
+            SELECT ${columns} FROM work_items WHERE organization_id = ${organizationId} AND id = ${id}
+            FOR UPDATE`.pipe(Effect.orDie)
+          if (row === undefined) return Option.none()
+          const next = afterFollowUp(row)
+          if (next === undefined) return Option.none()
+          const recorded = yield* sql<{ id: string }>`
+            INSERT INTO work_item_messages (organization_id, work_item_id, author, body, source_delivery_id)
+            VALUES (${organizationId}, ${id}, ${message.author}, ${message.body.slice(0, 40_000)}, ${message.deliveryId})
+            ON CONFLICT (organization_id, source_delivery_id) DO NOTHING
+            RETURNING id::text AS id`.pipe(Effect.orDie)
+          if (recorded.length === 0) return Option.none()
+          const [updated] = yield* sql<Row>`
+            UPDATE work_items SET state = ${next.state}, phase = ${next.phase}, waiting_reason = ${next.waiting_reason},
+                   completed_at = NULL, updated_at = now()
+            WHERE organization_id = ${organizationId} AND id = ${id}
+            RETURNING ${columns}`.pipe(Effect.orDie)
+          return Option.map(Option.fromUndefinedOr(updated), toWorkItem)
+        }),
+        messages: Effect.fn("WorkItemsRepo.messages")(function* (organizationId: string, id: string) {
+          return yield* sql<{ author: string | null; body: string }>`
+            SELECT author, body FROM work_item_messages
+            WHERE organization_id = ${organizationId} AND work_item_id = ${id} ORDER BY id`.pipe(Effect.orDie)
         }),
         recordRunFailed: Effect.fn("WorkItemsRepo.recordRunFailed")(function* (
           organizationId: string,

@@ -8,8 +8,9 @@
  *   thread's link as source URL) and queues its intake run: an `app_mention`, a direct message to
  *   the bot, or a top-level message in a channel with passive listening on. The `message` event Slack also sends for a
  *   mention is recognised by the mention and not counted twice.
- * - Any other message in a thread that has a work item is a follow-up. The intake and follow-up
- *   runs are not built yet, so it is recorded as ignored with that reason, not silently dropped.
+ * - Any other message in a thread that has a work item is a follow-up of it (`work/FollowUps.ts`):
+ *   an approval or rejection of its plan, or part of the conversation, which queues a new intake
+ *   run behind the thread's running one.
  * - Bosun's own and other bots' messages, edits and deletions (subtypes), and messages not
  *   addressed to Bosun are recorded as ignored, with why.
  *
@@ -27,6 +28,7 @@ import { SlackConnectionsRepo } from "../persistence/SlackConnectionsRepo.ts"
 import { SlackDeliveriesRepo } from "../persistence/SlackDeliveriesRepo.ts"
 import type { WebhookDelivery } from "../persistence/WebhookDeliveries.ts"
 import { WorkItemsRepo } from "../persistence/WorkItemsRepo.ts"
+import { makeFollowUps } from "../work/FollowUps.ts"
 import { enqueueIntake } from "../workflows/WorkItemIntakeWorkflow.ts"
 
 const MessageEvent = Schema.Struct({
@@ -64,6 +66,7 @@ export const makeSlackInboxHandler = Effect.gen(function* () {
   const workItems = yield* WorkItemsRepo
   const repositories = yield* RepositoriesRepo
   const sql = yield* SqlClient.SqlClient
+  const followUp = yield* makeFollowUps
 
   const apply = (delivery: WebhookDelivery) =>
     Effect.gen(function* () {
@@ -89,7 +92,17 @@ export const makeSlackInboxHandler = Effect.gen(function* () {
       const [existing] = yield* sql<{ id: string }>`
         SELECT id FROM work_items
         WHERE organization_id = ${delivery.organizationId} AND session_key = ${sessionKey}`.pipe(Effect.orDie)
-      if (existing !== undefined) return `a follow-up to work item ${existing.id}; follow-up runs are not built yet`
+      if (existing !== undefined) {
+        return yield* followUp(
+          delivery.organizationId,
+          { id: existing.id, sessionKey },
+          {
+            author: event.user,
+            text: text.replace(MENTION, " ").replace(/\s+/g, " ").trim(),
+            deliveryId: delivery.deliveryId
+          }
+        )
+      }
 
       const addressed =
         event.type === "app_mention" ||

@@ -10,6 +10,8 @@ export interface IntakeSubject {
   readonly requester: string | null
   /** `owner/name` of the repositories the organization has connected. */
   readonly repositories: ReadonlyArray<string>
+  /** The thread's (or ticket's) follow-ups after the request, oldest first. */
+  readonly followUps: ReadonlyArray<{ readonly author: string | null; readonly body: string }>
   /** The repository checked out for the agent to read, when the item names one. */
   readonly checkout: { readonly repository: string; readonly path: string } | null
 }
@@ -18,6 +20,11 @@ export const intakePrompt = (subject: IntakeSubject): string =>
   [
     `A request to Bosun${subject.requester === null ? "" : ` from ${subject.requester}`}: "${subject.title}"`,
     subject.request.trim() === "" ? "" : `The request in full:\n\n${subject.request.trim()}`,
+    subject.followUps.length === 0
+      ? ""
+      : `The conversation since, oldest first (reply to the last message, with the whole conversation in mind):\n${subject.followUps
+          .map((message) => `- ${message.author ?? "someone"}: ${message.body.trim()}`)
+          .join("\n")}`,
     subject.repositories.length === 0
       ? "The organization has no repositories connected."
       : `The organization's repositories:\n${subject.repositories.map((name) => `- ${name}`).join("\n")}`,

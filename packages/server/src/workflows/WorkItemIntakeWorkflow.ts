@@ -8,10 +8,13 @@
  *   primary repository when it has one (default branch, installation token), the output contract
  *   (`IntakeOutput`) and the agent's credentials, as the review run has them.
  * - publish: `outputs/intake.json` decoded with the domain contract; the item takes the
- *   decision's status (domain `afterIntake`) and the reply — the answer, the question, or the plan
- *   with how to approve it — is queued as the provider effect of the item's thread or ticket, in
- *   one transaction, once (only while this run is the item's active run). A CHANGE naming a
- *   repository the organization does not have becomes a question asking which one.
+ *   decision's status (domain `afterIntake`) while this run is its active run, and the reply — the
+ *   answer, the question, or the plan with how to approve it — is queued as the provider effect of
+ *   the item's thread or ticket, in one transaction, once (keyed by the run). A run a follow-up
+ *   has overtaken still replies; the newer run decides the status. A CHANGE naming a repository
+ *   the organization does not have becomes a question asking which one.
+ * - The prompt carries the conversation as it was when the run was queued: the request and the
+ *   follow-ups until then, oldest first (a later follow-up queues a run of its own).
  * - reportFailure: the item is FAILED and the thread is told why (RETRY from the dashboard).
  */
 
@@ -38,7 +41,11 @@ const INTAKE_TIME_LIMIT_SECONDS = 1800
 
 const fail = (code: string, message: string, retryable = false) => new AttemptError({ code, message, retryable })
 
-const Input = Schema.Struct({ work_item_id: Schema.String })
+const Input = Schema.Struct({
+  work_item_id: Schema.String,
+  /** How many follow-ups there were when the run was queued: the conversation it answers. */
+  conversation_length: Schema.optional(Schema.Int)
+})
 const decodeOutput = Schema.decodeUnknownEffect(Schema.fromJsonString(IntakeOutput))
 
 /**
@@ -55,13 +62,15 @@ export const enqueueIntake = (
       item.primaryRepositoryId !== null
         ? []
         : (yield* (yield* RepositoriesRepo).list(organizationId)).filter((repository) => repository.available)
+    // The run answers the conversation as it is now: a later follow-up gets a run of its own.
+    const conversation = (yield* (yield* WorkItemsRepo).messages(organizationId, item.id)).length
     const queued = yield* enqueueRun({
       organizationId,
       repositoryId: item.primaryRepositoryId ?? (available.length === 1 ? (available[0]?.id ?? null) : null),
       workflowType: WORK_ITEM_INTAKE,
       lane: "AGENT",
       sessionKey: item.sessionKey ?? undefined,
-      inputSnapshot: { work_item_id: item.id }
+      inputSnapshot: { work_item_id: item.id, conversation_length: conversation }
     })
     yield* (yield* WorkItemsRepo).startRun(organizationId, item.id, queued.runId)
     return queued
@@ -88,7 +97,7 @@ export const workItemIntakeWorkflow = Effect.gen(function* () {
     )
     const found = yield* workItems.forRun(run.organizationId, input.work_item_id)
     if (Option.isNone(found)) return yield* fail("work_item_missing", "The work item of this run no longer exists")
-    return found.value
+    return { ...found.value, conversationLength: input.conversation_length ?? 0 }
   })
 
   /** The reply of a decision and the item's new details. */
@@ -187,6 +196,10 @@ export const workItemIntakeWorkflow = Effect.gen(function* () {
             title: found.item.title,
             request: found.item.summary ?? "",
             requester: found.item.requested_by_login,
+            followUps: (yield* workItems.messages(run.organizationId, found.item.id)).slice(
+              0,
+              found.conversationLength
+            ),
             repositories: known.map(fullName),
             checkout: primary === undefined ? null : { repository: fullName(primary), path: CHECKOUT }
           }),
@@ -236,8 +249,11 @@ export const workItemIntakeWorkflow = Effect.gen(function* () {
                 decided.decision,
                 decided.details
               )
-              // Recorded already (a publish run again) or the item moved on (cancelled): nothing to post.
-              if (Option.isNone(updated) || Option.isNone(reply)) return
+              // Not recorded: a publish run again (its reply's key makes it one post), a follow-up that
+              // queued a newer run (which decides the status; this reply still answers its message),
+              // or a cancelled item (nothing more is said in its thread).
+              if (Option.isNone(reply)) return
+              if (Option.isNone(updated) && found.item.state === "CANCELLED") return
               yield* outbox.write("bosun-effects", reply.value.kind, reply.value.payload)
             })
           )

@@ -1,6 +1,7 @@
 /**
  * Work items from Slack end to end (issue 9, "Done when": a Slack mention asking a question gets
- * one threaded answer; a change request in a thread gets a plan and waits for APPROVE). Signed
+ * one threaded answer; a change request in a thread gets a plan and waits for APPROVE; a follow-up
+ * while the first run is busy queues behind it in the same work item). Signed
  * Slack events into a real Bosun; the inbox queues the item's intake run; the Scheduler runs it as
  * a `work_item_intake` RunAttemptWorkflow on the real runtime process, where the real OpenCode CLI
  * talks to a scripted OpenAI-compatible model; the reply goes out through `bosun-effects` and the
@@ -98,7 +99,7 @@ const Server = Layer.unwrap(
   })
 ).pipe(
   Layer.provideMerge(layerRuntime),
-  Layer.provideMerge(FakeModelServer.layer({ turns: intakeTurns(2), title: "Intake" })),
+  Layer.provideMerge(FakeModelServer.layer({ turns: intakeTurns(4), title: "Intake" })),
   Layer.provideMerge(FakeSlack.layer)
 )
 
@@ -279,6 +280,79 @@ layer(Server, { excludeTestServices: true, timeout: Duration.minutes(4) })("work
           }
         )
         assert.strictEqual((yield* botRepliesIn(question)).length, 1, "the first thread got nothing more")
+      })
+  )
+
+  it.effect(
+    "a follow-up while the thread's first run is busy goes to the same work item and runs after it; each gets its threaded answer",
+    () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const model = yield* FakeModelServer
+        // The follow-up's phrase first: its run's prompt holds the first request too.
+        decisions.set("how often does it run", {
+          decision: "ANSWER",
+          answer: "Every night at 02:00 UTC."
+        })
+        decisions.set("what does the export job do", {
+          decision: "ANSWER",
+          answer: "It writes the day's orders to the warehouse as CSV."
+        })
+        const thread = yield* mention("what does the export job do?")
+        const body = JSON.stringify({
+          type: "event_callback",
+          team_id: TEAM,
+          event_id: "Ev0WORKFOLLOW",
+          event: {
+            type: "message",
+            channel: CHANNEL,
+            channel_type: "channel",
+            user: "U0BEN",
+            text: "and how often does it run?",
+            ts: "1732389999.000900",
+            thread_ts: thread
+          }
+        })
+        const followed = yield* request("/api/v1/slack/events", {
+          method: "POST",
+          headers: signedSlackHeaders(SIGNING_SECRET, body),
+          body
+        })
+        assert.strictEqual(followed.status, 202, followed.text)
+
+        const sessionKey = `slack:${TEAM}:${CHANNEL}:${thread}`
+        const runs = yield* eventually(
+          sql<{ id: string; status: string; started_at: Date | null; finished_at: Date | null }>`
+            SELECT r.id, r.status, r.started_at, r.finished_at FROM workflow_runs r JOIN jobs j ON j.run_id = r.id
+            WHERE r.organization_id = ${ORG} AND j.session_key = ${sessionKey} ORDER BY r.created_at`,
+          (rows) => rows.length === 2 && rows.every((row) => row.status === "SUCCEEDED"),
+          Duration.seconds(120)
+        )
+        const [first, second] = runs
+        assert.isAtLeast(
+          second?.started_at?.getTime() ?? 0,
+          first?.finished_at?.getTime() ?? Number.POSITIVE_INFINITY,
+          "the follow-up's run started only after the first had finished"
+        )
+        const items = yield* sql<{ id: string; state: string; kind: string }>`
+          SELECT id, state, kind FROM work_items WHERE organization_id = ${ORG} AND session_key = ${sessionKey}`
+        assert.deepStrictEqual(
+          items.map((item) => [item.state, item.kind]),
+          [["COMPLETED", "QUESTION"]]
+        )
+        const replies = yield* Effect.orDie(eventually(botRepliesIn(thread), (found) => found.length >= 2))
+        yield* Effect.sleep(Duration.millis(500))
+        assert.deepStrictEqual(
+          (yield* botRepliesIn(thread)).map((reply) => reply.text),
+          ["It writes the day's orders to the warehouse as CSV.", "Every night at 02:00 UTC."]
+        )
+        assert.strictEqual(replies.length, 2)
+        // The second run saw the whole conversation.
+        const prompts = model.requests
+          .filter((entry) => entry.kind === "agent")
+          .map((entry) => JSON.stringify(entry.body))
+          .filter((text) => text.includes("what does the export job do?"))
+        assert.isTrue(prompts.some((text) => text.includes("U0BEN: and how often does it run?")))
       })
   )
 })

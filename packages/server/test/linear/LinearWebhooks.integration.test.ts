@@ -255,7 +255,7 @@ layer(layerTestServer({ settings }), { excludeTestServices: true })("Linear", (i
           workflow_type: "work_item_intake",
           status: "QUEUED",
           session_key: "linear:101",
-          input: { work_item_id: item?.id }
+          input: { work_item_id: item?.id, conversation_length: 0 }
         }
       ])
 
@@ -315,10 +315,18 @@ layer(layerTestServer({ settings }), { excludeTestServices: true })("Linear", (i
       accepted(
         yield* deliver({ id: "lin-c-2", event: "Comment", payload: commentOn("ws-comment", "201", "also the CSV one") })
       )
-      assert.strictEqual(
-        yield* processed("lin-c-2"),
-        `a follow-up to work item ${item?.id}; follow-up runs are not built yet`
-      )
+      // A follow-up: recorded on the same item, which goes back to intake with a second run on its session.
+      assert.isNull(yield* processed("lin-c-2"))
+      const sql = yield* SqlClient.SqlClient
+      const conversation = yield* sql<{ author: string | null; body: string }>`
+        SELECT author, body FROM work_item_messages WHERE work_item_id = ${item?.id ?? ""} ORDER BY id`
+      assert.deepStrictEqual(conversation, [{ author: "ada", body: "also the CSV one" }])
+      const intakes = yield* sql<{ session_key: string | null }>`
+        SELECT j.session_key FROM workflow_runs r JOIN jobs j ON j.run_id = r.id
+        WHERE r.organization_id = ${"lin-comment"} AND r.workflow_type = 'work_item_intake' ORDER BY r.created_at`
+      assert.deepStrictEqual(intakes, [{ session_key: "linear:201" }, { session_key: "linear:201" }])
+      const [followed] = yield* workItemsOf("lin-comment")
+      assert.deepStrictEqual([followed?.state, followed?.phase], ["IN_PROGRESS", "INTAKE"])
       accepted(
         yield* deliver({
           id: "lin-c-3",

@@ -248,10 +248,22 @@ layer(Stack, { excludeTestServices: true, timeout: "60 seconds" })("Slack events
             thread_ts: ts
           })
         )
-        assert.strictEqual(
-          yield* processed("Ev2REPLY"),
-          `a follow-up to work item ${item?.id}; follow-up runs are not built yet`
-        )
+        assert.isNull(yield* processed("Ev2REPLY"))
+        const sql = yield* SqlClient.SqlClient
+        const conversation = yield* sql<{ author: string | null; body: string }>`
+          SELECT author, body FROM work_item_messages WHERE work_item_id = ${item?.id ?? ""} ORDER BY id`
+        assert.deepStrictEqual(conversation, [{ author: "U0BEN", body: "it is the EU one" }])
+        const intakes = yield* sql<{ id: string }>`
+          SELECT r.id FROM workflow_runs r JOIN jobs j ON j.run_id = r.id
+          WHERE j.session_key = ${sessionKey} AND r.workflow_type = 'work_item_intake' ORDER BY r.created_at`
+        assert.strictEqual(intakes.length, 2, "the follow-up queued a second intake run on the thread's session")
+        const [followed] = yield* sql<{ state: string; phase: string; active_run_id: string | null }>`
+          SELECT state, phase, active_run_id FROM work_items WHERE id = ${item?.id ?? ""}`
+        assert.deepStrictEqual(followed, {
+          state: "IN_PROGRESS",
+          phase: "INTAKE",
+          active_run_id: intakes[1]?.id ?? null
+        })
         yield* deliver(
           callback("Ev2OWN", {
             type: "message",
@@ -318,4 +330,59 @@ layer(Stack, { excludeTestServices: true, timeout: "60 seconds" })("Slack events
     assert.strictEqual(titleOfMessage(`<@${BOT}>`), "Slack message")
     assert.strictEqual(titleOfMessage("x".repeat(200)).length, 120)
   })
+
+  it.effect(
+    "a plain approval in the thread of a plan waiting for one is APPROVE; a cancelled item takes no follow-up",
+    () =>
+      Effect.gen(function* () {
+        yield* connected
+        const sql = yield* SqlClient.SqlClient
+        const ts = nextTs()
+        yield* deliver(
+          callback("Ev4START", { type: "app_mention", user: "U0ADA", text: `<@${BOT}> add rate limits`, ts })
+        )
+        assert.isNull(yield* processed("Ev4START"))
+        const [item] = yield* itemsOf(`slack:${TEAM}:${CHANNEL}:${ts}`)
+        const id = item?.id ?? ""
+        // As the intake run leaves a change request: a plan waiting for approval.
+        yield* sql`UPDATE work_items SET state = 'WAITING', phase = 'PLANNING', waiting_reason = 'APPROVAL', active_run_id = NULL
+                 WHERE id = ${id}`
+        // The message event of a mention is handled as its app_mention...
+        yield* deliver(
+          callback("Ev4APPROVE", {
+            type: "message",
+            user: "U0ADA",
+            text: `<@${BOT}> LGTM!`,
+            ts: nextTs(),
+            thread_ts: ts
+          })
+        )
+        assert.strictEqual(yield* processed("Ev4APPROVE"), "a mention, handled as its app_mention")
+        yield* deliver(
+          callback("Ev4APPROVE2", {
+            type: "app_mention",
+            user: "U0ADA",
+            text: `<@${BOT}> LGTM!`,
+            ts: nextTs(),
+            thread_ts: ts
+          })
+        )
+        assert.isNull(yield* processed("Ev4APPROVE2"))
+        const [approved] = yield* sql<{
+          state: string
+          phase: string
+        }>`SELECT state, phase FROM work_items WHERE id = ${id}`
+        assert.deepStrictEqual(approved, { state: "IN_PROGRESS", phase: "IMPLEMENTING" })
+        const recorded = yield* sql<{
+          n: number
+        }>`SELECT count(*)::int AS n FROM work_item_messages WHERE work_item_id = ${id}`
+        assert.deepStrictEqual(recorded, [{ n: 0 }], "an approval is an action, not part of the conversation")
+
+        yield* sql`UPDATE work_items SET state = 'CANCELLED', phase = 'DONE' WHERE id = ${id}`
+        yield* deliver(
+          callback("Ev4LATE", { type: "message", user: "U0BEN", text: "any news?", ts: nextTs(), thread_ts: ts })
+        )
+        assert.strictEqual(yield* processed("Ev4LATE"), `work item ${id} was cancelled; REOPEN it to continue`)
+      })
+  )
 })
