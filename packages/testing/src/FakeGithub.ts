@@ -19,6 +19,23 @@
  *   a comment's line range is not in the file's patch on its side; each comment opens a thread);
  *   `POST pulls/:n/comments/:id/replies`; `GET commits/:ref/check-runs` (`check_name`, `status`,
  *   `filter=latest|all`), `POST check-runs`; `POST issues/:n/comments`;
+ * - with the same installation token, backed by the real git repository given to
+ *   `addGitRepository` (git plumbing on it; 404 for a repository without one), what opening a pull
+ *   request through GitHub's Git Data API takes, under `/api/v3/repos/:owner/:repo`:
+ *   `GET contents/:path?ref=` (a file as `{type: "file", encoding: "base64", content, sha, size,
+ *   name, path}`; 404 for a missing path or a directory); `GET git/ref/heads/:branch` (one ref,
+ *   `{ref, object: {sha, type}}`); `GET git/commits/:sha`; `POST git/trees` (`base_tree` and
+ *   `tree: [{path, mode, type: "blob", content | sha}]`, nested paths, `sha: null` deleting; 422
+ *   for an invalid `base_tree`, entry or deletion of a missing path); `POST git/commits`
+ *   (`{message, tree, parents, author?, committer?}`); `POST git/refs` (422 `Reference already
+ *   exists`); `PATCH git/refs/heads/:branch` (`{sha, force?}`, 422 `Update is not a fast
+ *   forward`), `DELETE git/refs/heads/:branch`; `POST pulls` (`{title, head, base, body?,
+ *   draft?}` opens the next pull request number as the App's bot, its files left for the test to
+ *   set with `setPull`; 422 when the head or base branch is missing, when the head has no commits
+ *   over the base, or when an open pull request from that head into that base exists); `GET
+ *   pulls?state=&head=owner:branch&base=` (newest first, paginated). `GET branches/:branch` falls
+ *   back on the git repository for a branch never set with `setBranch`; moving a branch through
+ *   these routes moves the head of the open pull requests from it;
  * - with an installation token, `POST /api/graphql`: the `reviewThreads(first:, after:)` query and
  *   the `resolveReviewThread`/`unresolveReviewThread` mutations, recognized by those field names,
  *   with NOT_FOUND and pagination errors in `errors` and status 200, as GitHub answers them;
@@ -31,9 +48,28 @@
  * carry them out and hold the answer back.
  */
 import { createHash, createPublicKey, randomBytes, verify } from "node:crypto"
-import { createServer, type IncomingMessage, STATUS_CODES } from "node:http"
+import { createServer, type IncomingMessage, type ServerResponse, STATUS_CODES } from "node:http"
 import type { AddressInfo } from "node:net"
 import { Context, Effect, Layer, Predicate } from "effect"
+import {
+  type GitCommit,
+  type GitTreeChange,
+  gitCommitsAhead,
+  gitCommitTree,
+  gitDeleteRef,
+  gitIsAncestor,
+  gitIsValidRefName,
+  gitListTree,
+  gitObjectType,
+  gitReadBlob,
+  gitReadCommit,
+  gitRefs,
+  gitResolveCommit,
+  gitTreeEntry,
+  gitUpdateRef,
+  gitWriteTree,
+  isGitSha
+} from "./GitRepository.ts"
 import { serveGitSmartHttp } from "./GitSmartHttp.ts"
 
 export interface FakeGithubUser {
@@ -345,6 +381,15 @@ export class FakeGithub extends Context.Service<
     readonly setCompare: (repository: string, base: string, head: string, filenames: ReadonlyArray<string>) => void
     /** Serves the bare git repository at `bareDir` as `owner/name` over smart HTTP (see `makeGitRepository`). */
     readonly addGitRepository: (repository: string, bareDir: string) => void
+    /** The pull requests opened through `POST pulls`, oldest first, as they stand now. */
+    readonly createdPulls: (repository: string) => ReadonlyArray<FakeGithubPull>
+    /**
+     * The text of the file at `path` in `ref` (a branch, a tag, a full ref name or a sha) of the
+     * git repository given to `addGitRepository`; undefined when the ref or the file is missing.
+     */
+    readonly fileAt: (repository: string, ref: string, path: string) => Effect.Effect<string | undefined>
+    /** Every ref of that git repository and the sha it points at, by full name (`refs/heads/main`). */
+    readonly refs: (repository: string) => Effect.Effect<Readonly<Record<string, string>>>
     /** Fail every REST and git call with this status (simulating an outage); undefined to stop. */
     readonly failWith: (status: number | undefined) => void
     /** Fail the next matching calls (any route), e.g. `{ method: "POST", path: /\/reviews$/, status: 502 }`. */
@@ -370,6 +415,8 @@ export class FakeGithub extends Context.Service<
         const checkRuns = new Map<string, Array<FakeGithubCheckRun>>()
         const compares = new Map<string, ReadonlyArray<string>>()
         const gitRepositories = new Map<string, string>()
+        /** By repository, the numbers of the pull requests opened through `POST pulls`. */
+        const createdPullNumbers = new Map<string, Array<number>>()
         const delays: Array<{
           readonly method: string
           readonly path: RegExp
@@ -388,11 +435,34 @@ export class FakeGithub extends Context.Service<
         let failure: number | undefined
 
         const pullOf = (repository: string, number: number) => pulls.get(`${repository}#${number}`)
+        /** The pull requests of `owner/name`, by number. */
+        const pullsOf = (repository: string) =>
+          [...pulls.entries()]
+            .filter(([key]) => key.slice(0, key.lastIndexOf("#")) === repository)
+            .map(([, record]) => record)
+            .sort((a, b) => a.pull.number - b.pull.number)
+        /**
+         * Where `branch` points: as set with `setBranch` (which overrides), else in the repository's
+         * git repository (where the Git Data routes move branches).
+         */
+        const branchSha = async (repository: string, branch: string) => {
+          const set = branches.get(`${repository}#${branch}`)
+          if (set !== undefined) return set
+          const dir = gitRepositories.get(repository)
+          if (dir === undefined || branch.startsWith("refs/")) return undefined
+          return (await gitRefs(dir))[`refs/heads/${branch}`]
+        }
         const account = (login: string, type: "User" | "Bot"): FakeGithubAccount => ({
           login,
           id: accountId(login),
           type
         })
+        /** The git repository given for `owner/name`; a test asking about another has a bug. */
+        const gitRepositoryOf = (repository: string) => {
+          const dir = gitRepositories.get(repository)
+          if (dir === undefined) throw new Error(`FakeGithub: no git repository was added for ${repository}`)
+          return dir
+        }
         const botOf = (installation: FakeGithubInstallation) =>
           account(`${appSlugs.get(installation.appId) ?? "bosun"}[bot]`, "Bot")
 
@@ -433,7 +503,7 @@ export class FakeGithub extends Context.Service<
           return comment
         }
 
-        const server = createServer(async (req, res) => {
+        const handle = async (req: IncomingMessage, res: ServerResponse) => {
           const raw = await readBody(req)
           const body = raw.toString()
           const url = new URL(req.url ?? "/", "http://fake")
@@ -563,7 +633,7 @@ export class FakeGithub extends Context.Service<
           if (branch !== null && method === "GET") {
             if (installation === undefined) return json(401, { message: "Bad credentials" })
             const repository = `${branch[1]}/${branch[2]}`
-            const sha = branches.get(`${repository}#${decodeURIComponent(branch[3] ?? "")}`)
+            const sha = await branchSha(repository, decodeURIComponent(branch[3] ?? ""))
             if (!installation.repositories.includes(repository) || sha === undefined) {
               return json(404, { message: "Branch not found" })
             }
@@ -600,7 +670,7 @@ export class FakeGithub extends Context.Service<
             })
 
           const repoCall =
-            /^\/api\/v3\/repos\/([^/]+)\/([^/]+)\/((?:pulls|commits|check-runs|issues|compare)(?:\/.*)?)$/.exec(
+            /^\/api\/v3\/repos\/([^/]+)\/([^/]+)\/((?:pulls|commits|check-runs|issues|compare|contents|git)(?:\/.*)?)$/.exec(
               url.pathname
             )
           if (repoCall !== null) {
@@ -614,10 +684,10 @@ export class FakeGithub extends Context.Service<
             const record = pullCall === null ? undefined : pullOf(repository, Number(pullCall[1]))
             if (pullCall !== null && record === undefined) return json(404, { message: "Not Found" })
             const sub = pullCall?.[2] ?? ""
-            const pullJson = (pull: FakeGithubPull) => ({
+            const pullJson = (pull: FakeGithubPull, id = record?.id) => ({
               url: `${api}/repos/${repository}/pulls/${pull.number}`,
-              id: record?.id,
-              node_id: nodeId("PR", record?.id ?? 0),
+              id,
+              node_id: nodeId("PR", id ?? 0),
               html_url: `https://github.com/${repository}/pull/${pull.number}`,
               number: pull.number,
               state: pull.state,
@@ -668,6 +738,332 @@ export class FakeGithub extends Context.Service<
               html_url: `https://github.com/${repository}/pull/${pullCall?.[1]}#discussion_r${comment.id}`,
               pull_request_url: `${api}/repos/${repository}/pulls/${pullCall?.[1]}`
             })
+
+            const owner = repository.split("/")[0] ?? ""
+            const dir = gitRepositories.get(repository)
+            const gitApi = `${api}/repos/${repository}/git`
+            /** GitHub's answer to a Git Data call it cannot carry out. */
+            const invalid = (documentation: string, message: string) =>
+              json(422, { message, documentation_url: `https://docs.github.com/rest/${documentation}`, status: "422" })
+            /** GitHub's answer to a pull request it will not open. */
+            const invalidPull = (error: Readonly<Record<string, string>>) =>
+              json(422, {
+                message: "Validation Failed",
+                errors: [{ resource: "PullRequest", ...error }],
+                documentation_url: "https://docs.github.com/rest/pulls/pulls#create-a-pull-request",
+                status: "422"
+              })
+            const refJson = (ref: string, sha: string, type = "commit") => ({
+              ref,
+              node_id: `REF_kwDO${Buffer.from(`${repository}:${ref}`).toString("base64url")}`,
+              url: `${gitApi}/${ref}`,
+              object: { sha, type, url: `${gitApi}/${type}s/${sha}` }
+            })
+            const commitJson = (commit: GitCommit) => ({
+              sha: commit.sha,
+              node_id: `C_kwDO${Buffer.from(commit.sha).toString("base64url")}`,
+              url: `${gitApi}/commits/${commit.sha}`,
+              html_url: `https://github.com/${repository}/commit/${commit.sha}`,
+              author: commit.author,
+              committer: commit.committer,
+              tree: { sha: commit.tree, url: `${gitApi}/trees/${commit.tree}` },
+              message: commit.message,
+              parents: commit.parents.map((sha) => ({
+                sha,
+                url: `${gitApi}/commits/${sha}`,
+                html_url: `https://github.com/${repository}/commit/${sha}`
+              })),
+              verification: { verified: false, reason: "unsigned", signature: null, payload: null, verified_at: null }
+            })
+            /** As on GitHub, a push to a branch moves the head of the open pull requests from it. */
+            const moveHeads = (branchName: string, sha: string) => {
+              for (const candidate of pullsOf(repository)) {
+                if (candidate.pull.state === "open" && candidate.pull.head.ref === branchName) {
+                  candidate.pull = { ...candidate.pull, head: { ...candidate.pull.head, sha } }
+                }
+              }
+            }
+
+            if (/^(?:contents|git)(?:\/|$)/.test(route)) {
+              // Served from the real git repository only.
+              if (dir === undefined) return json(404, { message: "Not Found" })
+              const contents = /^contents\/(.+)$/.exec(route)
+              if (contents !== null && method === "GET") {
+                const path = decodeURIComponent(contents[1] ?? "").replace(/^\/+|\/+$/g, "")
+                const ref = url.searchParams.get("ref")
+                const commit = await gitResolveCommit(dir, ref ?? "HEAD")
+                const file = commit === undefined ? undefined : await gitReadBlob(dir, commit, path)
+                if (file === undefined) return json(404, { message: "Not Found" })
+                const at = ref ?? "main"
+                return json(200, {
+                  type: "file",
+                  encoding: "base64",
+                  size: file.content.length,
+                  name: path.slice(path.lastIndexOf("/") + 1),
+                  path,
+                  // GitHub breaks the base64 into lines of 60 characters.
+                  content: `${(file.content.toString("base64").match(/.{1,60}/g) ?? []).join("\n")}\n`,
+                  sha: file.sha,
+                  url: `${api}/repos/${repository}/contents/${path}?ref=${encodeURIComponent(at)}`,
+                  git_url: `${gitApi}/blobs/${file.sha}`,
+                  html_url: `https://github.com/${repository}/blob/${at}/${path}`,
+                  download_url: `https://raw.githubusercontent.com/${repository}/${at}/${path}`,
+                  _links: {
+                    self: `${api}/repos/${repository}/contents/${path}?ref=${encodeURIComponent(at)}`,
+                    git: `${gitApi}/blobs/${file.sha}`,
+                    html: `https://github.com/${repository}/blob/${at}/${path}`
+                  }
+                })
+              }
+              const oneRef = /^git\/ref\/(.+)$/.exec(route)
+              if (oneRef !== null && method === "GET") {
+                const ref = `refs/${decodeURIComponent(oneRef[1] ?? "")}`
+                const sha = (await gitRefs(dir))[ref]
+                if (sha === undefined) return json(404, { message: "Not Found" })
+                return json(200, refJson(ref, sha, await gitObjectType(dir, sha)))
+              }
+              const readCommit = /^git\/commits\/([^/]+)$/.exec(route)
+              if (readCommit !== null && method === "GET") {
+                const commit = await gitReadCommit(dir, readCommit[1] ?? "")
+                if (commit === undefined) return json(404, { message: "Not Found" })
+                return json(200, commitJson(commit))
+              }
+              if (route === "git/trees" && method === "POST") {
+                const documentation = "git/trees#create-a-tree"
+                const { base_tree: baseTree, tree } = input
+                if (baseTree !== undefined && baseTree !== null) {
+                  if (typeof baseTree !== "string" || (await gitObjectType(dir, baseTree)) !== "tree") {
+                    return invalid(documentation, "base_tree is not a valid tree oid")
+                  }
+                }
+                if (!Array.isArray(tree)) return invalid(documentation, 'Invalid request.\n\n"tree" wasn\'t supplied.')
+                const base = typeof baseTree === "string" ? baseTree : undefined
+                const changes: Array<GitTreeChange> = []
+                for (const entry of tree as ReadonlyArray<unknown>) {
+                  const { path, mode, type, content, sha } = Predicate.isObject(entry) ? entry : {}
+                  if (
+                    typeof path !== "string" ||
+                    path.split("/").some((part) => part === "" || part === "." || part === ".." || part === ".git")
+                  ) {
+                    return invalid(documentation, "tree.path contains a malformed path component")
+                  }
+                  if (type !== "blob" || (mode !== "100644" && mode !== "100755" && mode !== "120000")) {
+                    return invalid(
+                      documentation,
+                      `Invalid tree info: ${path} must be a blob of mode 100644, 100755 or 120000`
+                    )
+                  }
+                  if (content !== undefined && sha !== undefined) {
+                    return invalid(
+                      documentation,
+                      "Must supply either tree.sha or tree.content. Request can not include both."
+                    )
+                  }
+                  if (typeof content === "string") {
+                    changes.push({ path, mode, content })
+                  } else if (sha === null) {
+                    // Removing a file the base tree does not have fails on GitHub.
+                    const removed = base === undefined ? undefined : await gitTreeEntry(dir, base, path)
+                    if (removed?.type !== "blob") return invalid(documentation, "GitRPC::BadObjectState")
+                    changes.push({ path, mode, sha: null })
+                  } else if (isGitSha(sha) && (await gitObjectType(dir, sha)) === "blob") {
+                    changes.push({ path, mode, sha })
+                  } else {
+                    return invalid(documentation, `tree.sha ${String(sha)} is not a valid blob`)
+                  }
+                }
+                const written = await gitWriteTree(dir, base, changes)
+                return json(201, {
+                  sha: written,
+                  url: `${gitApi}/trees/${written}`,
+                  tree: (await gitListTree(dir, written)).map((entry) => ({
+                    ...entry,
+                    url: `${gitApi}/${entry.type}s/${entry.sha}`
+                  })),
+                  truncated: false
+                })
+              }
+              if (route === "git/commits" && method === "POST") {
+                const documentation = "git/commits#create-a-commit"
+                const { message, tree, parents, author, committer } = input
+                if (typeof message !== "string" || typeof tree !== "string") {
+                  return invalid(documentation, 'Invalid request.\n\n"message" and "tree" are required.')
+                }
+                if ((await gitObjectType(dir, tree)) !== "tree") {
+                  return invalid(documentation, "Tree SHA does not exist")
+                }
+                const parentShas = parents === undefined ? [] : parents
+                if (!Array.isArray(parentShas)) {
+                  return invalid(documentation, 'Invalid request.\n\n"parents" is not an array.')
+                }
+                for (const parent of parentShas as ReadonlyArray<unknown>) {
+                  if (typeof parent !== "string" || (await gitObjectType(dir, parent)) !== "commit") {
+                    return invalid(documentation, "Parent SHA does not exist or is not a commit object")
+                  }
+                }
+                const identity = (given: unknown, fallback: { readonly name: string; readonly email: string }) => {
+                  if (given === undefined) return fallback
+                  const { name, email, date } = Predicate.isObject(given) ? given : {}
+                  if (typeof name !== "string" || typeof email !== "string") return undefined
+                  if (date !== undefined && (typeof date !== "string" || Number.isNaN(Date.parse(date)))) {
+                    return undefined
+                  }
+                  return { name, email, ...(typeof date === "string" ? { date } : {}) }
+                }
+                // The author defaults to the App's bot, the committer to the author.
+                const authorIdentity = identity(author, {
+                  name: bot.login,
+                  email: `${bot.id}+${bot.login}@users.noreply.github.com`
+                })
+                const committerIdentity = authorIdentity === undefined ? undefined : identity(committer, authorIdentity)
+                if (authorIdentity === undefined || committerIdentity === undefined) {
+                  return invalid(
+                    documentation,
+                    "Invalid request.\n\nInvalid author or committer: name and email are required."
+                  )
+                }
+                const sha = await gitCommitTree(dir, {
+                  tree,
+                  parents: parentShas as ReadonlyArray<string>,
+                  message,
+                  author: authorIdentity,
+                  committer: committerIdentity
+                })
+                const commit = await gitReadCommit(dir, sha)
+                if (commit === undefined) return json(500, { message: "Server Error" })
+                return json(201, commitJson(commit))
+              }
+              if (route === "git/refs" && method === "POST") {
+                const documentation = "git/refs#create-a-reference"
+                const { ref, sha } = input
+                if (typeof ref !== "string" || typeof sha !== "string") {
+                  return invalid(documentation, 'Invalid request.\n\n"ref" and "sha" are required.')
+                }
+                // GitHub takes a full ref name: `refs/` and at least two slashes.
+                if (!/^refs\/[^/]+\/./.test(ref) || !(await gitIsValidRefName(dir, ref))) {
+                  return invalid(documentation, `${ref} is not a valid ref name.`)
+                }
+                if ((await gitRefs(dir))[ref] !== undefined) return invalid(documentation, "Reference already exists")
+                const type = await gitObjectType(dir, sha)
+                if (type === undefined) return invalid(documentation, "Object does not exist")
+                // The empty expected value makes git refuse a ref created in between.
+                if (!(await gitUpdateRef(dir, ref, sha, ""))) return invalid(documentation, "Reference already exists")
+                if (ref.startsWith("refs/heads/")) moveHeads(ref.slice("refs/heads/".length), sha)
+                return json(201, refJson(ref, sha, type))
+              }
+              const oneRefUpdate = /^git\/refs\/(.+)$/.exec(route)
+              if (oneRefUpdate !== null && (method === "PATCH" || method === "DELETE")) {
+                const ref = `refs/${decodeURIComponent(oneRefUpdate[1] ?? "")}`
+                const current = (await gitRefs(dir))[ref]
+                if (method === "DELETE") {
+                  if (current === undefined || !(await gitDeleteRef(dir, ref))) {
+                    return invalid("git/refs#delete-a-reference", "Reference does not exist")
+                  }
+                  res.writeHead(204)
+                  return res.end()
+                }
+                const documentation = "git/refs#update-a-reference"
+                const { sha, force } = input
+                if (typeof sha !== "string") return invalid(documentation, 'Invalid request.\n\n"sha" is required.')
+                if (current === undefined) return invalid(documentation, "Reference does not exist")
+                const type = await gitObjectType(dir, sha)
+                if (type === undefined) return invalid(documentation, "Object does not exist")
+                if (force !== true && !(await gitIsAncestor(dir, current, sha))) {
+                  return invalid(documentation, "Update is not a fast forward")
+                }
+                // Moved only from where it was read, as GitHub's compare-and-swap does.
+                if (!(await gitUpdateRef(dir, ref, sha, current))) {
+                  return invalid(documentation, "Update is not a fast forward")
+                }
+                if (ref.startsWith("refs/heads/")) moveHeads(ref.slice("refs/heads/".length), sha)
+                return json(200, refJson(ref, sha, type))
+              }
+              return json(404, { message: "Not Found" })
+            }
+
+            if (route === "pulls" && method === "GET") {
+              const state = url.searchParams.get("state") ?? "open"
+              const head = url.searchParams.get("head")
+              const base = url.searchParams.get("base")
+              // `head` is `owner:branch` (a fork's owner never matches here); a bare branch name matches on the name.
+              const [headOwner, headRef] = head?.includes(":") ? head.split(/:(.*)/s) : [undefined, head]
+              const listed = pullsOf(repository)
+                .filter(
+                  ({ pull }) =>
+                    (state === "all" || pull.state === state) &&
+                    (headRef === null ||
+                      (pull.head.ref === headRef && (headOwner === undefined || headOwner === owner))) &&
+                    (base === null || pull.base.ref === base)
+                )
+                // GitHub's default order: the newest first.
+                .reverse()
+              const page = paged(listed)
+              return json(
+                200,
+                page.items.map((listedRecord) => pullJson(listedRecord.pull, listedRecord.id)),
+                page.headers
+              )
+            }
+            if (route === "pulls" && method === "POST") {
+              const { title, head, base, body: description, draft } = input
+              if (typeof title !== "string" || title === "") {
+                return invalidPull({ field: "title", code: "missing_field" })
+              }
+              if (typeof head !== "string" || head === "") return invalidPull({ field: "head", code: "missing_field" })
+              if (typeof base !== "string" || base === "") return invalidPull({ field: "base", code: "missing_field" })
+              if (description !== undefined && description !== null && typeof description !== "string") {
+                return invalidPull({ field: "body", code: "invalid" })
+              }
+              if (draft !== undefined && typeof draft !== "boolean") {
+                return invalidPull({ field: "draft", code: "invalid" })
+              }
+              // `owner:branch` or the branch alone; a fork's branch is not there.
+              const [headOwner, headRef = ""] = head.includes(":") ? head.split(/:(.*)/s) : [owner, head]
+              const headSha = headOwner === owner ? await branchSha(repository, headRef) : undefined
+              if (headSha === undefined) return invalidPull({ field: "head", code: "invalid" })
+              const baseSha = await branchSha(repository, base)
+              if (baseSha === undefined) return invalidPull({ field: "base", code: "invalid" })
+              const existing = pullsOf(repository).find(
+                ({ pull }) => pull.state === "open" && pull.head.ref === headRef && pull.base.ref === base
+              )
+              if (existing !== undefined) {
+                return invalidPull({
+                  code: "custom",
+                  message: `A pull request already exists for ${owner}:${headRef}.`
+                })
+              }
+              // Only branches the git repository knows can be compared (`setBranch` may name made-up commits).
+              if (
+                dir !== undefined &&
+                (await gitObjectType(dir, baseSha)) === "commit" &&
+                (await gitObjectType(dir, headSha)) === "commit" &&
+                (await gitCommitsAhead(dir, baseSha, headSha)) === 0
+              ) {
+                return invalidPull({ code: "custom", message: `No commits between ${base} and ${headRef}` })
+              }
+              const number = Math.max(0, ...pullsOf(repository).map(({ pull }) => pull.number)) + 1
+              const opened: PullRecord = {
+                pull: {
+                  number,
+                  head: { ref: headRef, sha: headSha },
+                  base: { ref: base, sha: baseSha },
+                  title,
+                  body: typeof description === "string" ? description : null,
+                  draft: draft === true,
+                  state: "open",
+                  user: { login: bot.login, type: "Bot" },
+                  // Left for the test to fill from the git repository (`setPull` with `pullFiles`).
+                  files: []
+                },
+                id: nextId(),
+                reviews: [],
+                threads: [],
+                issueComments: []
+              }
+              pulls.set(`${repository}#${number}`, opened)
+              createdPullNumbers.set(repository, [...(createdPullNumbers.get(repository) ?? []), number])
+              return json(201, pullJson(opened.pull, opened.id))
+            }
 
             if (record !== undefined && route.startsWith("pulls/")) {
               if (sub === "" && method === "GET") return json(200, pullJson(record.pull))
@@ -1074,6 +1470,13 @@ export class FakeGithub extends Context.Service<
             return json(200, { state: "active", role, organization: { login: org } })
           }
           return json(404, { message: "Not Found" })
+        }
+        // A call that breaks the fake (a git command failing) answers 500 instead of leaving the client waiting.
+        const server = createServer((req, res) => {
+          handle(req, res).catch((error: unknown) => {
+            if (!res.headersSent) res.writeHead(500, { "content-type": "application/json; charset=utf-8" })
+            res.end(JSON.stringify({ message: `FakeGithub failed: ${String(error)}` }))
+          })
         })
         await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
         const { port } = server.address() as AddressInfo
@@ -1139,6 +1542,21 @@ export class FakeGithub extends Context.Service<
               return code
             },
             addGitRepository: (repository, bareDir) => gitRepositories.set(repository, bareDir),
+            createdPulls: (repository) =>
+              structuredClone(
+                (createdPullNumbers.get(repository) ?? []).flatMap((number) => {
+                  const record = pullOf(repository, number)
+                  return record === undefined ? [] : [record.pull]
+                })
+              ),
+            fileAt: (repository, ref, path) =>
+              Effect.promise(async () => {
+                const dir = gitRepositoryOf(repository)
+                const commit = await gitResolveCommit(dir, ref)
+                const file = commit === undefined ? undefined : await gitReadBlob(dir, commit, path)
+                return file?.content.toString("utf8")
+              }),
+            refs: (repository) => Effect.promise(async () => gitRefs(gitRepositoryOf(repository))),
             setCompare: (repository, base, head, filenames) =>
               compares.set(`${repository}#${base}...${head}`, filenames),
             failWith: (status) => {

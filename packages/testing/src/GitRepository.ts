@@ -5,7 +5,8 @@
  * Every git call is isolated from the machine's and the user's git configuration.
  */
 import { execFile } from "node:child_process"
-import { mkdir, rm, writeFile } from "node:fs/promises"
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises"
+import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import type { FakeGithubPullFile } from "./FakeGithub.ts"
 
@@ -183,3 +184,258 @@ export const makeGitRepository = async (root: string, fullName: string): Promise
     changedPaths
   }
 }
+
+// Git plumbing on a bare repository: what the fake GitHub's Git Data and contents routes run.
+
+/** Runs git in `cwd` with `input` (if any) on its standard input; answers its standard output as bytes. */
+export const runGitBytes = (
+  cwd: string,
+  args: ReadonlyArray<string>,
+  options: { readonly input?: string | Uint8Array; readonly env?: NodeJS.ProcessEnv } = {}
+) =>
+  new Promise<Buffer>((resolve, reject) => {
+    const child = execFile(
+      "git",
+      ["-c", "init.defaultBranch=main", ...args],
+      { cwd, env: options.env ?? isolatedGitEnv(), encoding: "buffer", maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        if (error === null) resolve(stdout)
+        else reject(new Error(`git ${args.join(" ")} failed in ${cwd}: ${stderr.toString().trim() || error.message}`))
+      }
+    )
+    // A command that exits without reading its input breaks the pipe: its exit status tells what went wrong.
+    child.stdin?.on("error", () => undefined)
+    // Closed at once when there is nothing to give, so that no command waits on its input.
+    child.stdin?.end(options.input ?? "")
+  })
+
+/** A full hexadecimal object name, the only form of object name the plumbing below takes from outside. */
+export const isGitSha = (value: unknown): value is string => typeof value === "string" && /^[0-9a-f]{40}$/.test(value)
+
+/** The type of object `sha` (`blob`, `tree`, `commit`, `tag`); undefined when the repository has no such object. */
+export const gitObjectType = (dir: string, sha: string): Promise<string | undefined> =>
+  isGitSha(sha)
+    ? runGit(dir, ["cat-file", "-t", sha]).then(
+        (type) => type.trim(),
+        () => undefined
+      )
+    : Promise.resolve(undefined)
+
+/**
+ * The commit `ref` names, looked up as GitHub does for a `ref` parameter: a full sha, a branch, a
+ * tag, a full ref name (`refs/...`) or `HEAD` (the default branch); undefined when it names none.
+ */
+export const gitResolveCommit = async (dir: string, ref: string): Promise<string | undefined> => {
+  // Nothing git could take for an option, a revision expression or a path.
+  if (ref === "" || ref.startsWith("-") || ref.includes("..") || /[\s:\\^~?*[@{]/.test(ref)) return undefined
+  const candidates =
+    ref === "HEAD" || ref.startsWith("refs/") || isGitSha(ref) ? [ref] : [`refs/heads/${ref}`, `refs/tags/${ref}`]
+  for (const candidate of candidates) {
+    const sha = await runGit(dir, ["rev-parse", "--verify", "--quiet", `${candidate}^{commit}`]).then(
+      (out) => out.trim(),
+      () => ""
+    )
+    if (sha !== "") return sha
+  }
+  return undefined
+}
+
+/** Whether `ref` is a full ref name git accepts (`git check-ref-format`). */
+export const gitIsValidRefName = (dir: string, ref: string): Promise<boolean> =>
+  ref.startsWith("-")
+    ? Promise.resolve(false)
+    : runGit(dir, ["check-ref-format", ref]).then(
+        () => true,
+        () => false
+      )
+
+/** The sha each ref of the repository points at, by full ref name (`refs/heads/main`). */
+export const gitRefs = async (dir: string): Promise<Record<string, string>> => {
+  const listing = await runGit(dir, ["for-each-ref", "--format=%(refname) %(objectname)"])
+  return Object.fromEntries(
+    listing
+      .split("\n")
+      .filter((line) => line !== "")
+      .map((line) => [line.slice(0, line.lastIndexOf(" ")), line.slice(line.lastIndexOf(" ") + 1)])
+  )
+}
+
+export interface GitTreeEntry {
+  readonly path: string
+  readonly mode: string
+  readonly type: string
+  readonly sha: string
+  /** Bytes of a blob; absent for a tree or a submodule. */
+  readonly size?: number
+}
+
+/** `ls-tree -l -z` lines as entries. */
+const treeEntries = (listing: string): ReadonlyArray<GitTreeEntry> =>
+  splitZ(listing).flatMap((line) => {
+    const parsed = /^(\d+) (\w+) ([0-9a-f]{40}) +(-|\d+)\t(.*)$/s.exec(line)
+    if (parsed === null) return []
+    const [, mode = "", type = "", sha = "", size = "-", path = ""] = parsed
+    return [{ path, mode, type, sha, ...(size === "-" ? {} : { size: Number(size) }) }]
+  })
+
+/** The entries of tree (or commit) `tree`, one level, as GitHub lists a tree without `recursive`. */
+export const gitListTree = async (dir: string, tree: string): Promise<ReadonlyArray<GitTreeEntry>> =>
+  treeEntries(await runGit(dir, ["ls-tree", "-l", "-z", tree]))
+
+/** The entry at `path` (a file, a directory, a submodule) of commit or tree `treeish`; undefined when there is none. */
+export const gitTreeEntry = async (dir: string, treeish: string, path: string): Promise<GitTreeEntry | undefined> => {
+  const clean = path.replace(/^\/+|\/+$/g, "")
+  if (!isGitSha(treeish) || clean === "") return undefined
+  // `ls-tree` lists the entry at exactly that path, or nothing (a directory shows as itself, not its files).
+  const listing = await runGit(dir, ["ls-tree", "-l", "-z", "--full-tree", treeish, "--", clean]).then(
+    (out) => out,
+    () => ""
+  )
+  return treeEntries(listing).find((candidate) => candidate.path === clean)
+}
+
+/** The file at `path` in commit `commit`, with its bytes; undefined when the path is missing or is a directory. */
+export const gitReadBlob = async (
+  dir: string,
+  commit: string,
+  path: string
+): Promise<(GitTreeEntry & { readonly content: Buffer }) | undefined> => {
+  const entry = await gitTreeEntry(dir, commit, path)
+  if (entry?.type !== "blob") return undefined
+  return { ...entry, content: await runGitBytes(dir, ["cat-file", "blob", entry.sha]) }
+}
+
+/** A change of a tree: a file's content, an existing blob (`sha`), or a file's removal (`sha: null`). */
+export type GitTreeChange =
+  | { readonly path: string; readonly mode: string; readonly content: string }
+  | { readonly path: string; readonly mode: string; readonly sha: string | null }
+
+/**
+ * Writes a tree: `baseTree` (a tree sha; the empty tree without it) with `changes` made, nested
+ * paths included, through a temporary index; answers the new tree's sha. A file replaces a
+ * directory at its path and the other way round, as in a commit.
+ */
+export const gitWriteTree = async (
+  dir: string,
+  baseTree: string | undefined,
+  changes: ReadonlyArray<GitTreeChange>
+): Promise<string> => {
+  const lines = await Promise.all(
+    changes.map(async (change) => {
+      const sha =
+        "content" in change
+          ? (await runGitBytes(dir, ["hash-object", "-w", "--stdin"], { input: change.content })).toString().trim()
+          : change.sha
+      // Mode 0 takes the path out of the index.
+      return sha === null ? `0 ${"0".repeat(40)}\t${change.path}` : `${change.mode} ${sha}\t${change.path}`
+    })
+  )
+  const scratch = await mkdtemp(join(tmpdir(), "bosun-git-index-"))
+  const env = { ...isolatedGitEnv(), GIT_INDEX_FILE: join(scratch, "index") }
+  const write = async () => {
+    await runGitBytes(dir, baseTree === undefined ? ["read-tree", "--empty"] : ["read-tree", baseTree], { env })
+    if (lines.length > 0) {
+      await runGitBytes(dir, ["update-index", "-z", "--index-info"], { input: `${lines.join("\0")}\0`, env })
+    }
+    return (await runGitBytes(dir, ["write-tree"], { env })).toString().trim()
+  }
+  return write().finally(() => rm(scratch, { recursive: true, force: true }))
+}
+
+export interface GitIdentity {
+  readonly name: string
+  readonly email: string
+  /** ISO 8601, in UTC. */
+  readonly date: string
+}
+
+export interface GitCommit {
+  readonly sha: string
+  readonly tree: string
+  readonly parents: ReadonlyArray<string>
+  readonly author: GitIdentity
+  readonly committer: GitIdentity
+  readonly message: string
+}
+
+/** `Name <email> 1700000000 +0000` as an identity. */
+const identityOf = (line: string): GitIdentity => {
+  const parsed = /^(.*) <(.*)> (\d+) [+-]\d{4}$/.exec(line)
+  return {
+    name: parsed?.[1] ?? "",
+    email: parsed?.[2] ?? "",
+    date: new Date(Number(parsed?.[3] ?? 0) * 1000).toISOString().replace(/\.\d{3}Z$/, "Z")
+  }
+}
+
+/** Commit `sha` as git stores it; undefined when `sha` is not a commit of the repository. */
+export const gitReadCommit = async (dir: string, sha: string): Promise<GitCommit | undefined> => {
+  if ((await gitObjectType(dir, sha)) !== "commit") return undefined
+  const raw = await runGit(dir, ["cat-file", "commit", sha])
+  const split = raw.indexOf("\n\n")
+  const headers = (split < 0 ? raw : raw.slice(0, split)).split("\n")
+  const field = (name: string) =>
+    headers.filter((line) => line.startsWith(`${name} `)).map((line) => line.slice(name.length + 1))
+  return {
+    sha,
+    tree: field("tree")[0] ?? "",
+    parents: field("parent"),
+    author: identityOf(field("author")[0] ?? ""),
+    committer: identityOf(field("committer")[0] ?? ""),
+    message: split < 0 ? "" : raw.slice(split + 2)
+  }
+}
+
+/** Writes a commit of `tree` on `parents` with `message` kept byte for byte; answers its sha. */
+export const gitCommitTree = async (
+  dir: string,
+  commit: {
+    readonly tree: string
+    readonly parents: ReadonlyArray<string>
+    readonly message: string
+    readonly author: Omit<GitIdentity, "date"> & { readonly date?: string }
+    readonly committer: Omit<GitIdentity, "date"> & { readonly date?: string }
+  }
+): Promise<string> => {
+  const { author, committer } = commit
+  const env: NodeJS.ProcessEnv = {
+    ...isolatedGitEnv(),
+    GIT_AUTHOR_NAME: author.name,
+    GIT_AUTHOR_EMAIL: author.email,
+    GIT_COMMITTER_NAME: committer.name,
+    GIT_COMMITTER_EMAIL: committer.email,
+    ...(author.date === undefined ? {} : { GIT_AUTHOR_DATE: author.date }),
+    ...(committer.date === undefined ? {} : { GIT_COMMITTER_DATE: committer.date })
+  }
+  // The message goes through standard input: `-m` would add a newline to it.
+  const args = ["commit-tree", commit.tree, ...commit.parents.flatMap((parent) => ["-p", parent])]
+  return (await runGitBytes(dir, args, { input: commit.message, env })).toString().trim()
+}
+
+/**
+ * Points `ref` at `sha`; with `expected`, only while the ref still points there (the empty string:
+ * only while it does not exist). Answers whether the ref was moved.
+ */
+export const gitUpdateRef = (dir: string, ref: string, sha: string, expected?: string): Promise<boolean> =>
+  runGit(dir, ["update-ref", ref, sha, ...(expected === undefined ? [] : [expected])]).then(
+    () => true,
+    () => false
+  )
+
+/** Takes `ref` out of the repository; answers whether it was there. */
+export const gitDeleteRef = (dir: string, ref: string): Promise<boolean> =>
+  runGit(dir, ["update-ref", "-d", ref]).then(
+    () => true,
+    () => false
+  )
+
+/** Whether commit `ancestor` is `descendant` or one of its ancestors (moving a ref from one to the other is a fast-forward). */
+export const gitIsAncestor = (dir: string, ancestor: string, descendant: string): Promise<boolean> =>
+  runGit(dir, ["merge-base", "--is-ancestor", ancestor, descendant]).then(
+    () => true,
+    () => false
+  )
+
+/** How many commits `head` has that `base` does not (`git rev-list --count base..head`). */
+export const gitCommitsAhead = async (dir: string, base: string, head: string): Promise<number> =>
+  Number((await runGit(dir, ["rev-list", "--count", `${base}..${head}`])).trim())

@@ -54,6 +54,12 @@ export const unavailable = (what: string) => (cause: unknown) =>
     message: `GitHub ${what} failed${statusOf(cause) === undefined ? "" : ` with status ${statusOf(cause)}`}`
   })
 
+/** A failed call to `endpoint`: NotFound for GitHub's 404, else Unavailable with the status only. */
+export const githubFailure = (endpoint: string) => (cause: unknown) => {
+  const error = unavailable(endpoint)(cause)
+  return statusOf(cause) === 404 ? new GitHubAppError({ reason: "NotFound", message: error.message }) : error
+}
+
 export class GitHubApp extends Context.Service<
   GitHubApp,
   {

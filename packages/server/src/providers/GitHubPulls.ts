@@ -15,7 +15,7 @@ import { request as octokitRequest } from "@octokit/request"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { AppConfig } from "../config/AppConfig.ts"
 import type { ChangedFile } from "../review/ReviewPlan.ts"
-import { GitHubApp, GitHubAppError, type GithubRepositoryRef, statusOf, unavailable } from "./GitHubApp.ts"
+import { GitHubApp, GitHubAppError, type GithubRepositoryRef, githubFailure } from "./GitHubApp.ts"
 
 export interface PullRef {
   readonly organizationId: string
@@ -73,10 +73,7 @@ const MAX_FILE_PAGES = 30
 const REVIEWS_PAGE = 100
 const COMPARE_FILE_LIMIT = 300
 
-const failed = (endpoint: string) => (cause: unknown) => {
-  const error = unavailable(endpoint)(cause)
-  return statusOf(cause) === 404 ? new GitHubAppError({ reason: "NotFound", message: error.message }) : error
-}
+const failed = githubFailure
 
 interface ThreadsPage {
   readonly repository: {
