@@ -21,6 +21,10 @@
  * | NEEDS_CONTEXT | WAITING / INTAKE / CONTEXT          | kept     |              |
  * | CHANGE        | WAITING / PLANNING / APPROVAL       | TASK     |              |
  *
+ * APPROVE queues the implement run (IN_PROGRESS / IMPLEMENTING); the pull request it opens moves
+ * the item to IN_PROGRESS / REVIEWING, and GitHub closing that pull request ends it: merged,
+ * COMPLETED / DONE; closed unmerged, CANCELLED / DONE.
+ *
  * A run that fails for good leaves the item FAILED in its phase (RETRY, CANCEL available).
  *
  * A follow-up in the item's thread or ticket (`afterFollowUp`) that is not an approval or a

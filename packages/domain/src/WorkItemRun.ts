@@ -1,5 +1,5 @@
 /**
- * What a work item's intake run must produce (issue 9, "Work items" flow; spec: Work item
+ * What a work item's runs must produce (issue 9, "Work items" flow; spec: Work item
  * resource): the agent decides whether the request is a question it can answer, a change (with
  * the repository and a plan, which then waits for APPROVE), or something it cannot place without
  * more context (it asks, and the item waits with waiting_reason CONTEXT). Output that does not
@@ -36,3 +36,13 @@ export type IntakeOutput = typeof IntakeOutput.Type
 
 /** Where an intake run's agent leaves its decision (`$BOSUN_OUTPUT_DIR/intake.json` in the sandbox). */
 export const INTAKE_OUTPUT_PATH = "outputs/intake.json"
+
+/** What an implement run must produce besides its changes: the pull request's description. */
+export const ImplementOutput = Schema.Struct({ summary: Text(20_000) })
+export type ImplementOutput = typeof ImplementOutput.Type
+
+/** Where an implement run's agent leaves it (`$BOSUN_OUTPUT_DIR/implement.json` in the sandbox). */
+export const IMPLEMENT_OUTPUT_PATH = "outputs/implement.json"
+
+/** The runtime's file of everything the agent changed in its checkouts. */
+export const CHANGES_PATH = "changes.diff"

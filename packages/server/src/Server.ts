@@ -55,6 +55,7 @@ import { WorkflowRunsRepo } from "./persistence/WorkflowRunsRepo.ts"
 import { WorkItemsRepo } from "./persistence/WorkItemsRepo.ts"
 import { Composio } from "./providers/Composio.ts"
 import { GitHubApp } from "./providers/GitHubApp.ts"
+import { GitHubBranches } from "./providers/GitHubBranches.ts"
 import { GitHubOAuth } from "./providers/GitHubOAuth.ts"
 import { GitHubPulls } from "./providers/GitHubPulls.ts"
 import { LinearTracker } from "./providers/LinearTracker.ts"
@@ -131,7 +132,7 @@ export const AppServicesLive = appServices({ rotationWorker: true })
 
 /** The clients that act as the organization's GitHub App; they need the cache besides the services. */
 export const AppProvidersLive = Layer.mergeAll(
-  GitHubPulls.layer.pipe(Layer.provideMerge(GitHubApp.layer)),
+  Layer.merge(GitHubPulls.layer, GitHubBranches.layer).pipe(Layer.provideMerge(GitHubApp.layer)),
   SlackChat.layer,
   LinearTracker.layer,
   UsageSourceLive

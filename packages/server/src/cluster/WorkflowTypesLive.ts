@@ -7,6 +7,7 @@ import { type WorkflowType, WorkflowTypes } from "@bosun/actors/attempt/AttemptP
 import { Effect, Layer } from "effect"
 import { catalogDiscoveryWorkflow } from "../workflows/CatalogDiscoveryWorkflow.ts"
 import { reviewWorkflow } from "../workflows/ReviewWorkflow.ts"
+import { workItemImplementWorkflow } from "../workflows/WorkItemImplementWorkflow.ts"
 import { workItemIntakeWorkflow } from "../workflows/WorkItemIntakeWorkflow.ts"
 
 const registry = (types: Readonly<Record<string, WorkflowType>>) =>
@@ -14,8 +15,8 @@ const registry = (types: Readonly<Record<string, WorkflowType>>) =>
 
 /** Production's workflow types, built with the services they need (repositories, clients). */
 export const productionWorkflowTypes = Effect.map(
-  Effect.all([catalogDiscoveryWorkflow, reviewWorkflow, workItemIntakeWorkflow]),
-  ([catalog, review, intake]) => ({ ...catalog, ...review, ...intake })
+  Effect.all([catalogDiscoveryWorkflow, reviewWorkflow, workItemIntakeWorkflow, workItemImplementWorkflow]),
+  ([catalog, review, intake, implement]) => ({ ...catalog, ...review, ...intake, ...implement })
 )
 
 /** The given types (built with what they need), registered; tests add theirs to production's this way. */

@@ -19,7 +19,8 @@
  *   The pull request's review status becomes QUEUED, or SKIPPED when the pull request itself is
  *   left out (paused repository, draft, excluded author, too many files); a review_on_* switch
  *   that is off leaves it as it was. Closed (merged or not) asks its queued or running review to
- *   stop (`requestSessionCancel`); converted_to_draft does so for a queued one when review_drafts is off.
+ *   stop (`requestSessionCancel`) and ends the work item following it (merged: COMPLETED, else
+ *   CANCELLED); converted_to_draft does so for a queued one when review_drafts is off.
  * - `issue_comment` created on a pull request by a person, mentioning `@<app slug>` and a command
  *   (the first mention with a known one; quoted `>` lines and fenced code are not read, so quoting
  *   a command repeats nothing): only OWNER, MEMBER and COLLABORATOR may give one, others get a
@@ -54,6 +55,7 @@ import { OrganizationsRepo } from "../persistence/OrganizationsRepo.ts"
 import { PullRequestsRepo } from "../persistence/PullRequestsRepo.ts"
 import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
 import { ReviewFindingsRepo } from "../persistence/ReviewFindingsRepo.ts"
+import { WorkItemsRepo } from "../persistence/WorkItemsRepo.ts"
 import { GitHubPulls } from "../providers/GitHubPulls.ts"
 import { decideReview, type ReviewEvent } from "../review/ReviewPolicy.ts"
 import { Outbox } from "../storage/Outbox.ts"
@@ -164,6 +166,7 @@ export const makeGithubInboxHandler = Effect.gen(function* () {
   const organizations = yield* OrganizationsRepo
   const repositories = yield* RepositoriesRepo
   const pullRequests = yield* PullRequestsRepo
+  const workItems = yield* WorkItemsRepo
   const configurations = yield* ConfigurationRepo
   const findings = yield* ReviewFindingsRepo
   const apps = yield* GithubAppsRepo
@@ -332,6 +335,8 @@ export const makeGithubInboxHandler = Effect.gen(function* () {
             // Nothing is left to review; a review that still publishes sets REVIEWED after this.
             const cancelled = yield* cancelReviews(org, repository.id, pr.number, ["QUEUED", "RUNNING"], flag)
             if (cancelled > 0) yield* pullRequests.setReviewStatus(org, ref, "SKIPPED")
+            // A work item following this pull request ends with it.
+            yield* workItems.pullRequestClosed(org, repository.id, pr.number, pr.merged === true)
             return null
           }
           if (event.action === "converted_to_draft") {

@@ -3,9 +3,10 @@
  * Organization endpoints). Members may act on their organization's items; an action the item
  * does not list is 409 `action_not_available`; each accepted action is audited.
  *
- * An action that puts the item back into intake — RETRY of an item that failed there, REOPEN of a
- * finished one — queues its intake run in the same transaction (issue 9: the actions endpoint
- * "drives the same transitions as chat/ticket replies") and wakes the Scheduler after the commit.
+ * An action that starts work queues its run in the same transaction (issue 9: the actions endpoint
+ * "drives the same transitions as chat/ticket replies") and wakes the Scheduler after the commit:
+ * APPROVE (and RETRY of an item that failed implementing) the implement run; RETRY of an item that
+ * failed in intake, and REOPEN, the intake run.
  */
 import { wakeScheduler } from "@bosun/actors/scheduler/SchedulerEntity"
 import { BosunApi, Conflict, CurrentUser, ErrorCodes, NotFound, type WorkItemAction } from "@bosun/domain"
@@ -15,6 +16,7 @@ import { SqlClient } from "effect/sql"
 import { AuditLog } from "../persistence/AuditLog.ts"
 import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
 import { WorkItemsRepo } from "../persistence/WorkItemsRepo.ts"
+import { enqueueImplement } from "../workflows/WorkItemImplementWorkflow.ts"
 import { enqueueIntake } from "../workflows/WorkItemIntakeWorkflow.ts"
 import { group } from "./ApiGroup.ts"
 import { OrgAccess } from "./OrgAccess.ts"
@@ -32,18 +34,22 @@ export const WorkItemsHttp = group(
     const sql = yield* SqlClient.SqlClient
     const wake = Effect.provideService(wakeScheduler, Sharding.Sharding, yield* Sharding.Sharding)
 
-    /** Applies the action, queuing the intake run when it puts the item back into intake. */
+    /** Applies the action, queuing the run it starts. */
     const act = (organizationId: string, id: string, action: WorkItemAction) =>
       sql
         .withTransaction(
           Effect.gen(function* () {
             const updated = yield* items.act(organizationId, id, action)
             if (Option.isNone(updated)) return Option.none()
-            if (updated.value.phase !== "INTAKE" || (action !== "RETRY" && action !== "REOPEN")) {
-              return Option.some({ item: updated.value, queued: false })
-            }
+            const runs =
+              action === "APPROVE" || (action === "RETRY" && updated.value.phase === "IMPLEMENTING")
+                ? enqueueImplement
+                : (action === "RETRY" || action === "REOPEN") && updated.value.phase === "INTAKE"
+                  ? enqueueIntake
+                  : undefined
+            if (runs === undefined) return Option.some({ item: updated.value, queued: false })
             const found = yield* items.forRun(organizationId, id)
-            yield* enqueueIntake(organizationId, {
+            yield* runs(organizationId, {
               id,
               sessionKey: Option.match(found, { onNone: () => null, onSome: (run) => run.sessionKey }),
               primaryRepositoryId: updated.value.primary_repository_id

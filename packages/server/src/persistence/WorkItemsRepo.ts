@@ -114,6 +114,26 @@ export class WorkItemsRepo extends Context.Service<
       organizationId: string,
       id: string
     ) => Effect.Effect<ReadonlyArray<{ readonly author: string | null; readonly body: string }>>
+    /**
+     * The implement run `runId` opened the item's pull request: IN_PROGRESS / REVIEWING, following
+     * it; none when the run is no longer the item's active run or the item left IMPLEMENTING.
+     */
+    readonly recordPullRequest: (
+      organizationId: string,
+      id: string,
+      runId: string,
+      pull: { readonly number: number; readonly url: string }
+    ) => Effect.Effect<Option.Option<WorkItem>>
+    /**
+     * GitHub closed the pull request an item follows: merged, COMPLETED; else CANCELLED. Answers
+     * the items it ended (none when no item follows it).
+     */
+    readonly pullRequestClosed: (
+      organizationId: string,
+      repositoryId: string,
+      number: number,
+      merged: boolean
+    ) => Effect.Effect<ReadonlyArray<WorkItem>>
     /** The active run `runId` failed for good: the item is FAILED in its phase; none when it moved on. */
     readonly recordRunFailed: (
       organizationId: string,
@@ -252,6 +272,35 @@ export class WorkItemsRepo extends Context.Service<
           return yield* sql<{ author: string | null; body: string }>`
             SELECT author, body FROM work_item_messages
             WHERE organization_id = ${organizationId} AND work_item_id = ${id} ORDER BY id`.pipe(Effect.orDie)
+        }),
+        recordPullRequest: Effect.fn("WorkItemsRepo.recordPullRequest")(function* (
+          organizationId: string,
+          id: string,
+          runId: string,
+          pull: { readonly number: number; readonly url: string }
+        ) {
+          const [row] = yield* sql<Row>`
+            UPDATE work_items SET state = 'IN_PROGRESS', phase = 'REVIEWING', waiting_reason = NULL,
+                   pull_request_number = ${pull.number}, pull_request_url = ${pull.url},
+                   active_run_id = NULL, updated_at = now()
+            WHERE organization_id = ${organizationId} AND id = ${id} AND active_run_id = ${runId}
+              AND phase = 'IMPLEMENTING' AND state = 'IN_PROGRESS'
+            RETURNING ${columns}`.pipe(Effect.orDie)
+          return Option.map(Option.fromUndefinedOr(row), toWorkItem)
+        }),
+        pullRequestClosed: Effect.fn("WorkItemsRepo.pullRequestClosed")(function* (
+          organizationId: string,
+          repositoryId: string,
+          number: number,
+          merged: boolean
+        ) {
+          const rows = yield* sql<Row>`
+            UPDATE work_items SET state = ${merged ? "COMPLETED" : "CANCELLED"}, phase = 'DONE', waiting_reason = NULL,
+                   completed_at = now(), updated_at = now()
+            WHERE organization_id = ${organizationId} AND primary_repository_id = ${repositoryId}
+              AND pull_request_number = ${number} AND phase = 'REVIEWING' AND state = 'IN_PROGRESS'
+            RETURNING ${columns}`.pipe(Effect.orDie)
+          return rows.map(toWorkItem)
         }),
         recordRunFailed: Effect.fn("WorkItemsRepo.recordRunFailed")(function* (
           organizationId: string,

@@ -5,7 +5,7 @@
  *
  * - On an item WAITING for APPROVAL, a reply that is only an approval (`approve`, `approved`,
  *   `lgtm`, `go ahead`, `ship it`) or a rejection (`reject`, `rejected`) is that action, exactly as
- *   `POST .../work-items/{id}/actions` applies it.
+ *   `POST .../work-items/{id}/actions` applies it (APPROVE queues the implement run).
  * - Anything else is part of the conversation: recorded once per delivery, the item goes back to
  *   intake (domain `afterFollowUp`), and a new intake run is queued on the item's session, behind
  *   any run of the thread still going, so the agent sees the whole thread in order.
@@ -17,6 +17,7 @@ import { Effect, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
 import { WorkItemsRepo } from "../persistence/WorkItemsRepo.ts"
+import { enqueueImplement } from "../workflows/WorkItemImplementWorkflow.ts"
 import { enqueueIntake } from "../workflows/WorkItemIntakeWorkflow.ts"
 
 const APPROVAL = /^(?:approve|approved|lgtm|go ahead|ship it)[.!]*$/i
@@ -48,7 +49,15 @@ export const makeFollowUps = Effect.gen(function* () {
       const action = replyAction(message.text)
       if (action !== undefined && current.value.state === "WAITING" && current.value.waiting_reason === "APPROVAL") {
         const acted = yield* Effect.result(workItems.act(organizationId, item.id, action))
-        return acted._tag === "Success" ? null : `the work item no longer accepts ${action}`
+        if (acted._tag === "Failure") return `the work item no longer accepts ${action}`
+        if (action === "APPROVE" && Option.isSome(acted.success)) {
+          yield* enqueueImplement(organizationId, {
+            id: item.id,
+            sessionKey: item.sessionKey,
+            primaryRepositoryId: acted.success.value.primary_repository_id
+          }).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.provideService(WorkItemsRepo, workItems))
+        }
+        return null
       }
       const updated = yield* workItems.followUp(organizationId, item.id, {
         author: message.author,

@@ -18,34 +18,22 @@
  * - reportFailure: the item is FAILED and the thread is told why (RETRY from the dashboard).
  */
 
-import { AttemptError, type WorkflowType } from "@bosun/actors/attempt/AttemptPorts"
+import type { WorkflowType } from "@bosun/actors/attempt/AttemptPorts"
 import { enqueueRun } from "@bosun/actors/jobs/RunQueue"
 import { INTAKE_OUTPUT_PATH, IntakeOutput, type Repository, type RunRequest } from "@bosun/domain"
-import { Effect, Option, Redacted, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { AppConfig } from "../config/AppConfig.ts"
-import { AgentConnectionsRepo } from "../persistence/AgentConnectionsRepo.ts"
-import { ConfigurationRepo } from "../persistence/ConfigurationRepo.ts"
 import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
 import { type WorkItemForRun, WorkItemsRepo } from "../persistence/WorkItemsRepo.ts"
-import { GitHubApp } from "../providers/GitHubApp.ts"
 import { Outbox } from "../storage/Outbox.ts"
 import { INTAKE_INSTRUCTIONS, intakePrompt } from "../work/IntakeInstructions.ts"
 import { replyEffect } from "../work/WorkItemReplies.ts"
-import { cloneUrl } from "./ReviewWorkflow.ts"
+import { CHECKOUT, fail, fullName, makeWorkItemRunSetup } from "../work/WorkItemRunSetup.ts"
 
 export const WORK_ITEM_INTAKE = "work_item_intake"
 
-const CHECKOUT = "repo"
 const INTAKE_TIME_LIMIT_SECONDS = 1800
 
-const fail = (code: string, message: string, retryable = false) => new AttemptError({ code, message, retryable })
-
-const Input = Schema.Struct({
-  work_item_id: Schema.String,
-  /** How many follow-ups there were when the run was queued: the conversation it answers. */
-  conversation_length: Schema.optional(Schema.Int)
-})
 const decodeOutput = Schema.decodeUnknownEffect(Schema.fromJsonString(IntakeOutput))
 
 /**
@@ -76,29 +64,13 @@ export const enqueueIntake = (
     return queued
   })
 
-const fullName = (repository: Repository) => `${repository.owner}/${repository.name}`
-
 export const workItemIntakeWorkflow = Effect.gen(function* () {
-  const config = yield* AppConfig
   const sql = yield* SqlClient.SqlClient
   const workItems = yield* WorkItemsRepo
   const repositories = yield* RepositoriesRepo
-  const configurations = yield* ConfigurationRepo
-  const connections = yield* AgentConnectionsRepo
-  const app = yield* GitHubApp
   const outbox = yield* Outbox
 
-  const itemOf = Effect.fnUntraced(function* (run: {
-    readonly organizationId: string
-    readonly inputSnapshot: unknown
-  }) {
-    const input = yield* Schema.decodeUnknownEffect(Input)(run.inputSnapshot).pipe(
-      Effect.mapError(() => fail("work_item_missing", "The run names no work item"))
-    )
-    const found = yield* workItems.forRun(run.organizationId, input.work_item_id)
-    if (Option.isNone(found)) return yield* fail("work_item_missing", "The work item of this run no longer exists")
-    return { ...found.value, conversationLength: input.conversation_length ?? 0 }
-  })
+  const { itemOf, agentOf, checkoutOf } = yield* makeWorkItemRunSetup
 
   /** The reply of a decision and the item's new details. */
   const decide = (found: WorkItemForRun, output: IntakeOutput, known: ReadonlyArray<Repository>) => {
@@ -142,51 +114,11 @@ export const workItemIntakeWorkflow = Effect.gen(function* () {
     prepare: (run) =>
       Effect.gen(function* () {
         const found = yield* itemOf(run)
-        const configuration = yield* configurations.effective(run.organizationId, run.repositoryId)
-        if (configuration.sandbox_provider === "PLATFORM_CONTAINER") {
-          return yield* fail(
-            "credential_injection_unsupported",
-            "Work-item runs do not run on PLATFORM_CONTAINER sandboxes yet: choose EXTERNAL_RUNTIME or a hosted sandbox provider"
-          )
-        }
-        const own =
-          run.repositoryId === null
-            ? Option.none()
-            : yield* connections.credentials(run.organizationId, run.repositoryId)
-        const scope = Option.isSome(own) ? own : yield* connections.credentials(run.organizationId, null)
-        if (Option.isNone(scope)) {
-          return yield* fail(
-            "agent_connection_missing",
-            "No agent connection of this organization or repository has provider credentials"
-          )
-        }
+        const { configuration, credentials } = yield* agentOf(run)
         const known = (yield* repositories.list(run.organizationId)).filter((repository) => repository.available)
         const primary =
           run.repositoryId === null ? undefined : known.find((repository) => repository.id === run.repositoryId)
-        const checkout =
-          primary === undefined
-            ? []
-            : [
-                {
-                  id: primary.id,
-                  url: cloneUrl(config.githubApiUrl, primary.owner, primary.name),
-                  ref: primary.default_branch,
-                  path: CHECKOUT,
-                  credential: Redacted.value(
-                    yield* app
-                      .installationToken(run.organizationId, { owner: primary.owner, name: primary.name })
-                      .pipe(
-                        Effect.mapError((error) =>
-                          fail(
-                            `github_${error.reason === "Unavailable" ? "unavailable" : "not_installed"}`,
-                            error.message,
-                            error.reason === "Unavailable"
-                          )
-                        )
-                      )
-                  )
-                }
-              ]
+        const checkout = primary === undefined ? [] : [yield* checkoutOf(run.organizationId, primary)]
         const request: RunRequest = {
           run_id: run.runId,
           attempt_id: run.attemptId,
@@ -210,7 +142,7 @@ export const workItemIntakeWorkflow = Effect.gen(function* () {
           egress_tier: "STRICT",
           time_limit_seconds: INTAKE_TIME_LIMIT_SECONDS,
           credential_mode: "INLINE",
-          provider_credentials: scope.value.credentials
+          provider_credentials: credentials
         }
         return {
           request,

@@ -1,0 +1,91 @@
+/**
+ * What every run of a work item (intake, implement) prepares the same way (issue 9): the item
+ * from the run's input, the effective configuration with the agent's credentials (the
+ * repository's own connection, else the organization's), and a checkout of a repository's default
+ * branch cloned with an installation token. Failures are the attempt's, with the codes the run's
+ * error shows.
+ */
+import { AttemptError, type AttemptRun } from "@bosun/actors/attempt/AttemptPorts"
+import type { Repository, RepositoryConfiguration, RunRepository } from "@bosun/domain"
+import { Effect, Option, Redacted, Schema } from "effect"
+import { AppConfig } from "../config/AppConfig.ts"
+import { AgentConnectionsRepo } from "../persistence/AgentConnectionsRepo.ts"
+import { ConfigurationRepo } from "../persistence/ConfigurationRepo.ts"
+import { WorkItemsRepo } from "../persistence/WorkItemsRepo.ts"
+import { GitHubApp } from "../providers/GitHubApp.ts"
+import { cloneUrl } from "../workflows/ReviewWorkflow.ts"
+
+export const fail = (code: string, message: string, retryable = false) => new AttemptError({ code, message, retryable })
+
+export const CHECKOUT = "repo"
+
+const Input = Schema.Struct({
+  work_item_id: Schema.String,
+  /** How many follow-ups there were when the run was queued: the conversation it answers. */
+  conversation_length: Schema.optional(Schema.Int)
+})
+
+export const fullName = (repository: Repository) => `${repository.owner}/${repository.name}`
+
+export const makeWorkItemRunSetup = Effect.gen(function* () {
+  const config = yield* AppConfig
+  const workItems = yield* WorkItemsRepo
+  const configurations = yield* ConfigurationRepo
+  const connections = yield* AgentConnectionsRepo
+  const app = yield* GitHubApp
+
+  const itemOf = Effect.fnUntraced(function* (run: Pick<AttemptRun, "organizationId" | "inputSnapshot">) {
+    const input = yield* Schema.decodeUnknownEffect(Input)(run.inputSnapshot).pipe(
+      Effect.mapError(() => fail("work_item_missing", "The run names no work item"))
+    )
+    const found = yield* workItems.forRun(run.organizationId, input.work_item_id)
+    if (Option.isNone(found)) return yield* fail("work_item_missing", "The work item of this run no longer exists")
+    return { ...found.value, conversationLength: input.conversation_length ?? 0 }
+  })
+
+  /** The effective configuration and the agent's credentials for the run's repository (or the organization). */
+  const agentOf = Effect.fnUntraced(function* (run: Pick<AttemptRun, "organizationId" | "repositoryId">) {
+    const configuration: RepositoryConfiguration = yield* configurations.effective(run.organizationId, run.repositoryId)
+    if (configuration.sandbox_provider === "PLATFORM_CONTAINER") {
+      return yield* fail(
+        "credential_injection_unsupported",
+        "Work-item runs do not run on PLATFORM_CONTAINER sandboxes yet: choose EXTERNAL_RUNTIME or a hosted sandbox provider"
+      )
+    }
+    const own =
+      run.repositoryId === null ? Option.none() : yield* connections.credentials(run.organizationId, run.repositoryId)
+    const scope = Option.isSome(own) ? own : yield* connections.credentials(run.organizationId, null)
+    if (Option.isNone(scope)) {
+      return yield* fail(
+        "agent_connection_missing",
+        "No agent connection of this organization or repository has provider credentials"
+      )
+    }
+    return { configuration, credentials: scope.value.credentials }
+  })
+
+  /** The repository's default branch (at `sha` when given), cloned with an installation token. */
+  const checkoutOf = Effect.fnUntraced(function* (organizationId: string, repository: Repository, sha?: string) {
+    const token = yield* app
+      .installationToken(organizationId, { owner: repository.owner, name: repository.name })
+      .pipe(
+        Effect.mapError((error) =>
+          fail(
+            error.reason === "Unavailable" ? "github_unavailable" : "github_not_installed",
+            error.message,
+            error.reason === "Unavailable"
+          )
+        )
+      )
+    return {
+      id: repository.id,
+      url: cloneUrl(config.githubApiUrl, repository.owner, repository.name),
+      ref: repository.default_branch,
+      ...(sha === undefined ? {} : { sha }),
+      path: CHECKOUT,
+      credential: Redacted.value(token)
+    } satisfies RunRepository
+  })
+
+  return { itemOf, agentOf, checkoutOf }
+})
