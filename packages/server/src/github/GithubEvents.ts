@@ -91,6 +91,8 @@ export const IssueCommentEvent = Schema.Struct({
     title: Schema.String,
     state: Schema.optional(Schema.Literals(["open", "closed"])),
     user: Schema.NullOr(Schema.Struct({ login: Schema.String })),
+    body: Schema.optional(Schema.NullOr(Schema.String)),
+    html_url: Schema.optional(Schema.String),
     pull_request: Schema.optional(Schema.Struct({ merged_at: Schema.optional(Schema.NullOr(Schema.String)) }))
   }),
   comment: Schema.Struct({

@@ -29,7 +29,11 @@
  *   or excluded_authors say — but not on a paused repository (a comment says how to resume) nor
  *   over max_changed_files (the notice says why). `pause` / `resume` switch the repository's `enabled` and confirm in a
  *   comment; an unknown command gets the list of commands. Each delivery posts at most one comment
- *   (its idempotency key is the delivery's). Comments on issues and bots' comments do nothing.
+ *   (its idempotency key is the delivery's). Bots' comments do nothing.
+ * - `issue_comment` created on an issue: a person (OWNER, MEMBER, COLLABORATOR) mentioning
+ *   `@<app slug>` makes the issue a work item (source SCM, its repository as primary) and queues
+ *   its intake run; others get a refusal. Later comments on that issue are its follow-ups
+ *   (`work/FollowUps.ts`); the item's replies are comments on the issue.
  * - `push` to the repository's default branch records the branch and its new head, which deep
  *   scans pin to (a push older than the one recorded changes nothing); other branches, tags and
  *   deleted branches are ignored.
@@ -59,7 +63,9 @@ import { WorkItemsRepo } from "../persistence/WorkItemsRepo.ts"
 import { GitHubPulls } from "../providers/GitHubPulls.ts"
 import { decideReview, type ReviewEvent } from "../review/ReviewPolicy.ts"
 import { Outbox } from "../storage/Outbox.ts"
+import { makeFollowUps } from "../work/FollowUps.ts"
 import { REVIEW } from "../workflows/ReviewWorkflow.ts"
+import { enqueueIntake } from "../workflows/WorkItemIntakeWorkflow.ts"
 import { GITHUB_PR_COMMENT } from "./GithubEffects.ts"
 import {
   type EventRepository,
@@ -139,6 +145,15 @@ export const parseMention = (body: string, slug: string): Option.Option<Mention>
   return first
 }
 
+/** The comment without its mentions of `@slug`: what a work item's conversation keeps. */
+export const withoutMentionOf = (body: string, slug: string) => {
+  const escaped = slug.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+  return body
+    .replace(new RegExp(`(?<![\\w@/.-])@${escaped}(?![\\w-])`, "gi"), " ")
+    .replace(/[ \t]+/g, " ")
+    .trim()
+}
+
 const reviewKey = (repositoryId: string, number: number) => `review:${repositoryId}:${number}`
 
 /** The review_policy with every review_on_* switch on: what is left decides on the pull request itself. */
@@ -167,6 +182,7 @@ export const makeGithubInboxHandler = Effect.gen(function* () {
   const repositories = yield* RepositoriesRepo
   const pullRequests = yield* PullRequestsRepo
   const workItems = yield* WorkItemsRepo
+  const followUps = yield* makeFollowUps
   const configurations = yield* ConfigurationRepo
   const findings = yield* ReviewFindingsRepo
   const apps = yield* GithubAppsRepo
@@ -389,14 +405,76 @@ export const makeGithubInboxHandler = Effect.gen(function* () {
       Effect.catchTag("SchemaError", decodeFailure("pull_request"))
     )
 
+  /**
+   * A comment on an issue (not a pull request): a person (OWNER, MEMBER or COLLABORATOR) mentioning
+   * `@<slug>` makes the issue a work item (source SCM, session `github:{owner}/{name}:{number}`)
+   * and queues its intake run; later comments on an issue that has one are its follow-ups.
+   */
+  const issueWork = (delivery: GithubDelivery, event: IssueCommentEvent, flag: WakeFlag) =>
+    Effect.gen(function* () {
+      const org = delivery.organizationId
+      const author = event.comment.user
+      if (author === null || author.type === "Bot" || author.login.toLowerCase().endsWith("[bot]"))
+        return "a bot's comment on an issue"
+      const repository = yield* repositoryOf(org, event.repository)
+      const number = event.issue.number
+      const sessionKey = `github:${repository.owner}/${repository.name}:${number}`
+      const found = yield* apps.slug(org)
+      const slug = Option.getOrElse(found, () => "bosun")
+      const text = withoutMentionOf(event.comment.body, slug)
+      const [existing] = yield* sql<{ id: string }>`
+        SELECT id FROM work_items WHERE organization_id = ${org} AND session_key = ${sessionKey}`.pipe(Effect.orDie)
+      if (existing !== undefined) {
+        const outcome = yield* followUps(
+          org,
+          { id: existing.id, sessionKey },
+          { author: author.login, text, deliveryId: delivery.deliveryId }
+        )
+        if (outcome === null) flag.wake = true
+        return outcome
+      }
+      if (Option.isNone(found) || Option.isNone(parseMention(event.comment.body, slug))) {
+        return "a comment on an issue that does not mention the App"
+      }
+      if (!COMMANDERS.has(event.comment.author_association)) {
+        yield* postComment(
+          org,
+          repository,
+          number,
+          `github.pr_comment:command:${delivery.deliveryId}`,
+          notices.refused(slug, author.login, event.comment.author_association)
+        )
+        return `${author.login} (${event.comment.author_association}) may not give Bosun work; a refusal was posted`
+      }
+      const { item } = yield* workItems.forSession(org, {
+        kind: "TASK",
+        source: "SCM",
+        sessionKey,
+        title: `#${number}: ${event.issue.title}`.slice(0, 500),
+        summary: [event.issue.body ?? "", text]
+          .filter((part) => part.trim() !== "")
+          .join("\n\n")
+          .slice(0, 4000),
+        ...(event.issue.html_url === undefined ? {} : { sourceUrl: event.issue.html_url }),
+        requestedByLogin: author.login,
+        primaryRepositoryId: repository.id
+      })
+      yield* enqueueIntake(org, { id: item.id, sessionKey, primaryRepositoryId: repository.id }).pipe(
+        Effect.provideService(SqlClient.SqlClient, sql),
+        Effect.provideService(WorkItemsRepo, workItems),
+        Effect.provideService(RepositoriesRepo, repositories)
+      )
+      flag.wake = true
+      return null
+    })
+
   const issueComment = (delivery: GithubDelivery, flag: WakeFlag) =>
     Schema.decodeUnknownEffect(IssueCommentEvent)(delivery.payload).pipe(
       Effect.flatMap(
         Effect.fnUntraced(function* (event): Effect.fn.Return<Outcome> {
           const org = delivery.organizationId
           if (event.action !== "created") return `issue_comment ${event.action} gives no command`
-          if (event.issue.pull_request === undefined)
-            return "a comment on an issue, not a pull request: commands are read on pull requests only"
+          if (event.issue.pull_request === undefined) return yield* issueWork(delivery, event, flag)
           const author = event.comment.user
           // Bosun's own comments quote its commands: a bot never gives one, or they would loop.
           if (author === null || author.type === "Bot" || author.login.toLowerCase().endsWith("[bot]"))

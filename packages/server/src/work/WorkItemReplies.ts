@@ -3,20 +3,32 @@
  * thread", "the PR link is posted back to the thread/ticket"): the item's session names its
  * thread or ticket, and the reply becomes that provider's effect on `bosun-effects` —
  * `slack.message` into the thread for `slack:{team}:{channel}:{thread ts}`, `linear.comment` on
- * the issue for `linear:{issue id}`. An item with no such session (made through the API) has
+ * the issue for `linear:{issue id}`, `github.pr_comment` (GitHub's issue comments) on the issue
+ * for `github:{owner}/{name}:{number}`. An item with no such session (made through the API) has
  * nowhere to reply: none.
  */
 import { Option } from "effect"
+import { GITHUB_PR_COMMENT } from "../github/GithubEffects.ts"
 import { LINEAR_COMMENT, type LinearComment } from "../linear/LinearEffects.ts"
 import { SLACK_MESSAGE, type SlackMessage } from "../slack/SlackEffects.ts"
 
+interface GithubComment {
+  readonly organization_id: string
+  readonly owner: string
+  readonly name: string
+  readonly number: number
+  readonly idempotency_key: string
+  readonly body: string
+}
+
 export interface ReplyEffect {
-  readonly kind: typeof SLACK_MESSAGE | typeof LINEAR_COMMENT
-  readonly payload: SlackMessage | LinearComment
+  readonly kind: typeof SLACK_MESSAGE | typeof LINEAR_COMMENT | typeof GITHUB_PR_COMMENT
+  readonly payload: SlackMessage | LinearComment | GithubComment
 }
 
 const SLACK_SESSION = /^slack:([^:]+):([^:]+):([^:]+)$/
 const LINEAR_SESSION = /^linear:(.+)$/
+const GITHUB_SESSION = /^github:([^/:]+)\/([^/:]+):(\d+)$/
 
 /** The effect that posts `text` where the session's conversation is, under the idempotency `key`. */
 export const replyEffect = (
@@ -43,6 +55,20 @@ export const replyEffect = (
     return Option.some({
       kind: LINEAR_COMMENT,
       payload: { organization_id: organizationId, issue_id: linear[1] as string, body: text, idempotency_key: key }
+    })
+  }
+  const github = sessionKey === null ? null : GITHUB_SESSION.exec(sessionKey)
+  if (github !== null) {
+    return Option.some({
+      kind: GITHUB_PR_COMMENT,
+      payload: {
+        organization_id: organizationId,
+        owner: github[1] as string,
+        name: github[2] as string,
+        number: Number(github[3]),
+        idempotency_key: key,
+        body: text
+      }
     })
   }
   return Option.none()

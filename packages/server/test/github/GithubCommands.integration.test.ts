@@ -680,23 +680,93 @@ layer(Server, { excludeTestServices: true })(
       })
     )
 
-    it.effect("a comment on a plain issue is ignored with the reason", () =>
-      Effect.gen(function* () {
-        const t = tenant("cmd-issue", 11)
-        yield* setUp(t)
+    it.effect(
+      "an @slug mention on an issue by a member makes it a work item with its intake run; a contributor is refused; later comments are its follow-ups",
+      () =>
+        Effect.gen(function* () {
+          const t = tenant("cmd-issue", 11)
+          const repositoryId = yield* setUp(t)
+          const sql = yield* SqlClient.SqlClient
+          const body = "@bosun-review please fix the flaky export"
 
-        const onIssue = yield* sendNew(
-          "issue_comment",
-          issueComment(t, { number: 111, body: "@bosun-review review", onIssue: true })
-        )
+          const refused = yield* sendNew(
+            "issue_comment",
+            issueComment(t, { number: 111, body, onIssue: true, association: "CONTRIBUTOR", login: "drive-by" })
+          )
+          assert.strictEqual(
+            yield* processed(refused),
+            "drive-by (CONTRIBUTOR) may not give Bosun work; a refusal was posted"
+          )
+          assert.deepStrictEqual(
+            (yield* commentEffects(t)).map((effect) => effect.number),
+            [111]
+          )
 
-        assert.strictEqual(
-          yield* processed(onIssue),
-          "a comment on an issue, not a pull request: commands are read on pull requests only"
-        )
-        assert.deepStrictEqual(yield* jobsOf(t.org), [])
-        assert.deepStrictEqual(yield* commentEffects(t), [])
-      })
+          const asked = yield* sendNew("issue_comment", issueComment(t, { number: 111, body, onIssue: true }))
+          assert.isNull(yield* processed(asked))
+          const sessionKey = `github:${t.fullName}:111`
+          const items = yield* sql<{
+            kind: string
+            source: string
+            title: string
+            summary: string | null
+            requested_by_login: string | null
+            primary_repository_id: string | null
+            session_key: string | null
+          }>`
+            SELECT kind, source, title, summary, requested_by_login, primary_repository_id, session_key
+            FROM work_items WHERE organization_id = ${t.org}`
+          assert.deepStrictEqual(items, [
+            {
+              kind: "TASK",
+              source: "SCM",
+              title: "#111: Change 111",
+              summary: "please fix the flaky export",
+              requested_by_login: "dev-bob",
+              primary_repository_id: repositoryId,
+              session_key: sessionKey
+            }
+          ])
+          const intakes = () =>
+            Effect.map(jobsOf(t.org), (jobs) =>
+              jobs.filter((job) => job.workflow_type === "work_item_intake").map((job) => [job.lane, job.session_key])
+            )
+          assert.deepStrictEqual(yield* intakes(), [["AGENT", sessionKey]])
+
+          const followUp = yield* sendNew(
+            "issue_comment",
+            issueComment(t, { number: 111, body: "It fails on Mondays only.", onIssue: true, login: "dev-carol" })
+          )
+          assert.isNull(yield* processed(followUp))
+          const conversation = yield* sql<{ author: string | null; body: string }>`
+            SELECT author, body FROM work_item_messages WHERE organization_id = ${t.org} ORDER BY id`
+          assert.deepStrictEqual(conversation, [{ author: "dev-carol", body: "It fails on Mondays only." }])
+          assert.deepStrictEqual(yield* intakes(), [
+            ["AGENT", sessionKey],
+            ["AGENT", sessionKey]
+          ])
+
+          const bot = yield* sendNew(
+            "issue_comment",
+            issueComment(t, {
+              number: 111,
+              body: "Working on it.",
+              onIssue: true,
+              login: "bosun-review[bot]",
+              bot: true
+            })
+          )
+          assert.strictEqual(yield* processed(bot), "a bot's comment on an issue")
+          const unmentioned = yield* sendNew(
+            "issue_comment",
+            issueComment(t, { number: 112, body: "Any update?", onIssue: true })
+          )
+          assert.strictEqual(yield* processed(unmentioned), "a comment on an issue that does not mention the App")
+          assert.strictEqual(
+            (yield* sql<{ id: string }>`SELECT id FROM work_items WHERE organization_id = ${t.org}`).length,
+            1
+          )
+        })
     )
 
     it.effect(
