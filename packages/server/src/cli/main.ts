@@ -15,11 +15,13 @@ import { describeStartupFailure } from "../config/StartupFailure.ts"
 import { layerJsonLogger } from "../observability/JsonLogger.ts"
 import { DatabaseCliLive } from "../persistence/Database.ts"
 import { Migrator } from "../persistence/Migrator.ts"
+import { SlackChat } from "../providers/SlackChat.ts"
 import { appServices } from "../Server.ts"
 import { CacheAndQueuesLive } from "../storage/StorageLive.ts"
 import { BOSUN_VERSION } from "../Version.ts"
 import { CliFailure } from "./CliFailure.ts"
 import { discover } from "./commands/agentConnection.ts"
+import { connectLinear, connectSlack } from "./commands/connections.ts"
 import { keys } from "./commands/keys.ts"
 import { link } from "./commands/organizations.ts"
 import { list as listDeadLetters, replay as replayDeadLetters } from "./commands/queues.ts"
@@ -85,9 +87,21 @@ const queues = Command.make("queues").pipe(
   ])
 )
 
+const slack = Command.make("slack").pipe(
+  Command.withDescription("The Slack connection"),
+  Command.withSubcommands([
+    connectSlack.pipe(Command.provide(SlackChat.layer.pipe(Layer.provideMerge(services(false)))))
+  ])
+)
+
+const linear = Command.make("linear").pipe(
+  Command.withDescription("The Linear connection"),
+  Command.withSubcommands([connectLinear.pipe(Command.provide(services(false)))])
+)
+
 const bosun = Command.make("bosun").pipe(
   Command.withDescription("Bosun operator commands"),
-  Command.withSubcommands([keys, secrets, sessions, users, organizations, agentConnection, queues])
+  Command.withSubcommands([keys, secrets, sessions, users, organizations, agentConnection, queues, slack, linear])
 )
 
 /** The line a failure prints: none for parse errors and help, which the CLI has already shown. */

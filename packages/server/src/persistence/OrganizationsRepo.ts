@@ -10,6 +10,8 @@ export class OrganizationsRepo extends Context.Service<
   {
     /** Creates the organization `id` unless it exists; true when it was created. */
     readonly ensure: (id: string) => Effect.Effect<boolean>
+    /** Whether the organization `id` exists. */
+    readonly exists: (id: string) => Effect.Effect<boolean>
     /**
      * Ties the organization to a GitHub account by its login (an operator's decision; a verified
      * installation webhook will do the same). Until its first sign-in the account id is unknown.
@@ -45,6 +47,10 @@ export class OrganizationsRepo extends Context.Service<
             UPDATE organizations SET github_account_id = ${account.id}, login = ${account.login}, updated_at = now()
             WHERE id = ${id} AND (github_account_id IS NULL OR github_account_id = ${account.id})
             RETURNING id`.pipe(Effect.orDie)
+          return rows.length > 0
+        }),
+        exists: Effect.fn("OrganizationsRepo.exists")(function* (id: string) {
+          const rows = yield* sql<{ id: string }>`SELECT id FROM organizations WHERE id = ${id}`.pipe(Effect.orDie)
           return rows.length > 0
         }),
         ensure: Effect.fn("OrganizationsRepo.ensure")(function* (id: string) {
