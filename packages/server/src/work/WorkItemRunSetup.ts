@@ -2,18 +2,22 @@
  * What every run of a work item (intake, implement) prepares the same way (issue 9): the item
  * from the run's input, the effective configuration with the agent's credentials (the
  * repository's own connection, else the organization's), and a checkout of a repository's default
- * branch cloned with an installation token. Failures are the attempt's, with the codes the run's
- * error shows.
+ * branch cloned with an installation token; and the report of a run that failed for good (the item
+ * FAILED, the thread told why, in one transaction). Failures are the attempt's, with the codes the
+ * run's error shows.
  */
-import { AttemptError, type AttemptRun } from "@bosun/actors/attempt/AttemptPorts"
+import { AttemptError, type AttemptRun, type FailureReport } from "@bosun/actors/attempt/AttemptPorts"
 import type { Repository, RepositoryConfiguration, RunRepository } from "@bosun/domain"
 import { Effect, Option, Redacted, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/AppConfig.ts"
 import { AgentConnectionsRepo } from "../persistence/AgentConnectionsRepo.ts"
 import { ConfigurationRepo } from "../persistence/ConfigurationRepo.ts"
 import { WorkItemsRepo } from "../persistence/WorkItemsRepo.ts"
 import { GitHubApp } from "../providers/GitHubApp.ts"
+import { Outbox } from "../storage/Outbox.ts"
 import { cloneUrl } from "../workflows/ReviewWorkflow.ts"
+import { replyEffect } from "./WorkItemReplies.ts"
 
 export const fail = (code: string, message: string, retryable = false) => new AttemptError({ code, message, retryable })
 
@@ -33,6 +37,8 @@ export const makeWorkItemRunSetup = Effect.gen(function* () {
   const configurations = yield* ConfigurationRepo
   const connections = yield* AgentConnectionsRepo
   const app = yield* GitHubApp
+  const outbox = yield* Outbox
+  const sql = yield* SqlClient.SqlClient
 
   const itemOf = Effect.fnUntraced(function* (run: Pick<AttemptRun, "organizationId" | "inputSnapshot">) {
     const input = yield* Schema.decodeUnknownEffect(Input)(run.inputSnapshot).pipe(
@@ -87,5 +93,32 @@ export const makeWorkItemRunSetup = Effect.gen(function* () {
     } satisfies RunRepository
   })
 
-  return { itemOf, agentOf, checkoutOf }
+  /**
+   * The run failed for good: the item is FAILED (while the run is still its active run) and the
+   * thread or ticket is told `what` could not be done and why, keyed by the run.
+   */
+  const reportFailure = (report: FailureReport, what: string) =>
+    Effect.gen(function* () {
+      const found = yield* itemOf(report.run)
+      const reply = replyEffect(
+        report.run.organizationId,
+        found.sessionKey,
+        `I could not ${what}: ${report.error.message} (${report.error.code}). It can be retried from the Bosun dashboard.`,
+        `work_item.failed:${report.run.runId}`
+      )
+      yield* outbox
+        .transaction(
+          Effect.gen(function* () {
+            const updated = yield* workItems.recordRunFailed(report.run.organizationId, found.item.id, report.run.runId)
+            if (Option.isNone(updated) || Option.isNone(reply)) return
+            yield* outbox.write("bosun-effects", reply.value.kind, reply.value.payload)
+          })
+        )
+        .pipe(
+          Effect.mapError((error) => fail("failure_report_unrecorded", error.message, true)),
+          Effect.provideService(SqlClient.SqlClient, sql)
+        )
+    })
+
+  return { itemOf, agentOf, checkoutOf, reportFailure }
 })

@@ -83,7 +83,8 @@ export const workItemImplementWorkflow = Effect.gen(function* () {
   const app = yield* GitHubApp
   const branches = yield* GitHubBranches
   const outbox = yield* Outbox
-  const { itemOf, agentOf, checkoutOf } = yield* makeWorkItemRunSetup
+  const setup = yield* makeWorkItemRunSetup
+  const { itemOf, agentOf, checkoutOf } = setup
 
   const subjectOf = Effect.fnUntraced(function* (
     run: Pick<AttemptRun, "organizationId" | "repositoryId" | "inputSnapshot">
@@ -248,27 +249,7 @@ export const workItemImplementWorkflow = Effect.gen(function* () {
   }
 
   const reportFailure: NonNullable<WorkflowType["reportFailure"]> = (report) =>
-    Effect.gen(function* () {
-      const found = yield* itemOf(report.run)
-      const reply = replyEffect(
-        report.run.organizationId,
-        found.sessionKey,
-        `I could not open the pull request: ${report.error.message} (${report.error.code}). It can be retried from the Bosun dashboard.`,
-        `work_item.failed:${report.run.runId}`
-      )
-      yield* outbox
-        .transaction(
-          Effect.gen(function* () {
-            const updated = yield* workItems.recordRunFailed(report.run.organizationId, found.item.id, report.run.runId)
-            if (Option.isNone(updated) || Option.isNone(reply)) return
-            yield* outbox.write("bosun-effects", reply.value.kind, reply.value.payload)
-          })
-        )
-        .pipe(
-          Effect.mapError((error) => fail("failure_report_unrecorded", error.message, true)),
-          Effect.provideService(SqlClient.SqlClient, sql)
-        )
-    })
+    setup.reportFailure(report, "open the pull request")
 
   return { [WORK_ITEM_IMPLEMENT]: { ...type, reportFailure } }
 })

@@ -70,7 +70,8 @@ export const workItemIntakeWorkflow = Effect.gen(function* () {
   const repositories = yield* RepositoriesRepo
   const outbox = yield* Outbox
 
-  const { itemOf, agentOf, checkoutOf } = yield* makeWorkItemRunSetup
+  const setup = yield* makeWorkItemRunSetup
+  const { itemOf, agentOf, checkoutOf } = setup
 
   /** The reply of a decision and the item's new details. */
   const decide = (found: WorkItemForRun, output: IntakeOutput, known: ReadonlyArray<Repository>) => {
@@ -197,27 +198,7 @@ export const workItemIntakeWorkflow = Effect.gen(function* () {
   }
 
   const reportFailure: NonNullable<WorkflowType["reportFailure"]> = (report) =>
-    Effect.gen(function* () {
-      const found = yield* itemOf(report.run)
-      const reply = replyEffect(
-        report.run.organizationId,
-        found.sessionKey,
-        `I could not work on this request: ${report.error.message} (${report.error.code}). It can be retried from the Bosun dashboard.`,
-        `work_item.failed:${report.run.runId}`
-      )
-      yield* outbox
-        .transaction(
-          Effect.gen(function* () {
-            const updated = yield* workItems.recordRunFailed(report.run.organizationId, found.item.id, report.run.runId)
-            if (Option.isNone(updated) || Option.isNone(reply)) return
-            yield* outbox.write("bosun-effects", reply.value.kind, reply.value.payload)
-          })
-        )
-        .pipe(
-          Effect.mapError((error) => fail("failure_report_unrecorded", error.message, true)),
-          Effect.provideService(SqlClient.SqlClient, sql)
-        )
-    })
+    setup.reportFailure(report, "work on this request")
 
   return { [WORK_ITEM_INTAKE]: { ...type, reportFailure } }
 })

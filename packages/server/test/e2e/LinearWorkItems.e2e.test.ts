@@ -1,30 +1,10 @@
-/**
- * Work items from Linear end to end (issue 9, "Done when": a Linear issue assigned to Bosun does
- * the same with comments). A signed Linear webhook (an issue assigned to Bosun's Linear user) into
- * a real Bosun; the inbox makes the issue's work item and queues its intake run, which the real
- * OpenCode CLI on the real runtime process works through with a scripted model; the answer is a
- * comment on the issue through the real `@linear/sdk` client against a local fake of Linear's
- * GraphQL API. A comment on the issue is a follow-up: it runs after the first and is answered in
- * the same ticket.
- */
-import * as fs from "node:fs"
-import * as os from "node:os"
-import * as path from "node:path"
 import type { IntakeOutput } from "@bosun/domain"
-import {
-  eventually,
-  FakeLinear,
-  type FakeModelRequest,
-  FakeModelServer,
-  type FakeModelTurn,
-  linearSignature
-} from "@bosun/testing"
-import { type RuntimeProcess, startRuntime, TOKEN } from "@bosun/testing/RuntimeProcess"
+import { eventually, FakeLinear, type FakeModelRequest, FakeModelServer, linearSignature } from "@bosun/testing"
 import { assert, layer } from "@effect/vitest"
-import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
+import { Duration, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { ConfigurationRepo } from "../../src/persistence/ConfigurationRepo.ts"
 import { commentIdFor } from "../../src/providers/LinearTracker.ts"
+import { connectFakeAgent, layerTestRuntime, outputTurns, runtimeSettings, TestRuntime } from "../support/AgentStack.ts"
 import { signIn } from "../support/Identity.ts"
 import { layerTestServer, request } from "../support/TestServer.ts"
 
@@ -47,57 +27,17 @@ const decisionFor = (request: FakeModelRequest): IntakeOutput => {
   return { decision: "NEEDS_CONTEXT", question: "The prompt named no request this test knows." }
 }
 
-const intakeTurns = (runs: number): ReadonlyArray<FakeModelTurn> =>
-  Array.from(
-    { length: runs },
-    (): ReadonlyArray<FakeModelTurn> => [
-      {
-        type: "tools",
-        calls: [
-          {
-            name: "bash",
-            arguments: (request) => ({
-              command: `cat > "$BOSUN_OUTPUT_DIR/intake.json" <<'JSON'\n${JSON.stringify(decisionFor(request))}\nJSON`,
-              description: "Write the intake decision"
-            })
-          }
-        ],
-        usage: { input: 600, output: 40 }
-      },
-      { type: "text", text: "Done.", usage: { input: 650, output: 4 } }
-    ]
-  ).flat()
-
-class TestRuntime extends Context.Service<TestRuntime, RuntimeProcess>()("test/LinearWorkRuntime") {}
-
-const root = fs.mkdtempSync(path.join(os.tmpdir(), "bosun-linear-work-"))
-
-const layerRuntime = Layer.effect(
-  TestRuntime,
-  Effect.acquireRelease(
-    Effect.promise(() => startRuntime({ BOSUN_RUNTIME_DATA_DIR: path.join(root, "runtime") })),
-    (runtime) => Effect.promise(() => runtime.stop())
-  )
-)
-
 const Server = Layer.unwrap(
   Effect.gen(function* () {
     const linear = yield* FakeLinear
     const runtime = yield* TestRuntime
     return layerTestServer({
-      settings: {
-        linearApiUrl: new URL(linear.apiUrl),
-        runtime: {
-          external: Option.some({ url: new URL(runtime.base), token: Redacted.make(TOKEN) }),
-          embeddedPort: 0,
-          reviewAgentProfile: Option.none()
-        }
-      }
+      settings: { linearApiUrl: new URL(linear.apiUrl), runtime: runtimeSettings(runtime) }
     })
   })
 ).pipe(
-  Layer.provideMerge(layerRuntime),
-  Layer.provideMerge(FakeModelServer.layer({ turns: intakeTurns(2), title: "Intake" })),
+  Layer.provideMerge(layerTestRuntime("bosun-linear-work")),
+  Layer.provideMerge(FakeModelServer.layer({ turns: outputTurns(2, "intake.json", decisionFor), title: "Intake" })),
   Layer.provideMerge(FakeLinear.layer)
 )
 
@@ -132,7 +72,6 @@ layer(Server, { excludeTestServices: true, timeout: Duration.minutes(4) })(
       () =>
         Effect.gen(function* () {
           const linear = yield* FakeLinear
-          const model = yield* FakeModelServer
           const sql = yield* SqlClient.SqlClient
           linear.addToken(LINEAR_TOKEN)
           linear.addIssue({
@@ -153,28 +92,7 @@ layer(Server, { excludeTestServices: true, timeout: Duration.minutes(4) })(
             })
           )
           assert.strictEqual(connected.status, 200, connected.text)
-          const imported = yield* request(
-            `/api/v1/organizations/${ORG}/opencode-connection/import`,
-            json(admin.cookie, "PUT", {
-              auth: {
-                fake: {
-                  type: "api",
-                  key: "sk-linear-work-0123456789abcdef",
-                  npm: "@ai-sdk/openai-compatible",
-                  name: "Fake Provider",
-                  base_url: model.url,
-                  models: { "fake-coder": { name: "Fake Coder" } }
-                }
-              }
-            })
-          )
-          assert.strictEqual(imported.status, 200, imported.text)
-          yield* (yield* ConfigurationRepo).setOrganizationGroup(
-            ORG,
-            "agent",
-            { agent_provider: "OPENCODE", model: "fake/fake-coder" },
-            null
-          )
+          yield* connectFakeAgent(ORG, admin.cookie)
 
           yield* deliver("lin-work-1", "Issue", {
             action: "create",

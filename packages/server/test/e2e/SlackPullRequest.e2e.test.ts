@@ -21,13 +21,12 @@ import {
   makeGitRepository,
   signedSlackHeaders
 } from "@bosun/testing"
-import { type RuntimeProcess, startRuntime, TOKEN } from "@bosun/testing/RuntimeProcess"
 import { assert, layer } from "@effect/vitest"
-import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
+import { Context, Duration, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
-import { ConfigurationRepo } from "../../src/persistence/ConfigurationRepo.ts"
 import { GithubAppsRepo } from "../../src/persistence/GithubAppsRepo.ts"
 import { OrganizationsRepo } from "../../src/persistence/OrganizationsRepo.ts"
+import { connectFakeAgent, layerTestRuntime, runtimeSettings, TestRuntime } from "../support/AgentStack.ts"
 import { APP_ID, deliver as deliverGithub, processed, SECRET } from "../support/GithubDeliveries.ts"
 import { signIn } from "../support/Identity.ts"
 import { layerTestServer, request } from "../support/TestServer.ts"
@@ -91,18 +90,9 @@ const turns: ReadonlyArray<FakeModelTurn> = [
   { type: "text", text: "Implemented.", usage: { input: 950, output: 3 } }
 ]
 
-class TestRuntime extends Context.Service<TestRuntime, RuntimeProcess>()("test/SlackPrRuntime") {}
 class TestRepository extends Context.Service<TestRepository, GitRepository>()("test/SlackPrRepository") {}
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "bosun-slack-pr-"))
-
-const layerRuntime = Layer.effect(
-  TestRuntime,
-  Effect.acquireRelease(
-    Effect.promise(() => startRuntime({ BOSUN_RUNTIME_DATA_DIR: path.join(root, "runtime") })),
-    (runtime) => Effect.promise(() => runtime.stop())
-  )
-)
 
 const layerRepository = Layer.effect(
   TestRepository,
@@ -122,17 +112,13 @@ const Server = Layer.unwrap(
       settings: {
         githubApiUrl: new URL(github.apiUrl),
         slackApiUrl: new URL(slack.apiUrl),
-        runtime: {
-          external: Option.some({ url: new URL(runtime.base), token: Redacted.make(TOKEN) }),
-          embeddedPort: 0,
-          reviewAgentProfile: Option.none()
-        }
+        runtime: runtimeSettings(runtime)
       }
     })
   })
 ).pipe(
   Layer.provideMerge(layerRepository),
-  Layer.provideMerge(layerRuntime),
+  Layer.provideMerge(layerTestRuntime("bosun-slack-pr")),
   Layer.provideMerge(FakeModelServer.layer({ turns, title: "Work" })),
   Layer.provideMerge(FakeSlack.layer),
   Layer.provideMerge(FakeGithub.layer)
@@ -149,7 +135,6 @@ const account = { ...OWNER, type: "Organization" } as const
 const setUp = Effect.gen(function* () {
   const github = yield* FakeGithub
   const slack = yield* FakeSlack
-  const model = yield* FakeModelServer
   const repository = yield* TestRepository
   const sql = yield* SqlClient.SqlClient
   yield* Effect.promise(() =>
@@ -193,28 +178,7 @@ const setUp = Effect.gen(function* () {
     json(admin.cookie, "PUT", { bot_token: BOT_TOKEN, signing_secret: SIGNING_SECRET })
   )
   assert.strictEqual(connected.status, 200, connected.text)
-  const imported = yield* request(
-    `/api/v1/organizations/${ORG}/opencode-connection/import`,
-    json(admin.cookie, "PUT", {
-      auth: {
-        fake: {
-          type: "api",
-          key: "sk-slack-pr-0123456789abcdef",
-          npm: "@ai-sdk/openai-compatible",
-          name: "Fake Provider",
-          base_url: model.url,
-          models: { "fake-coder": { name: "Fake Coder" } }
-        }
-      }
-    })
-  )
-  assert.strictEqual(imported.status, 200, imported.text)
-  yield* (yield* ConfigurationRepo).setOrganizationGroup(
-    ORG,
-    "agent",
-    { agent_provider: "OPENCODE", model: "fake/fake-coder" },
-    null
-  )
+  yield* connectFakeAgent(ORG, admin.cookie)
   return admin.cookie
 })
 

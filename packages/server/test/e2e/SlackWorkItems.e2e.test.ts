@@ -1,34 +1,10 @@
-/**
- * Work items from Slack end to end (issue 9, "Done when": a Slack mention asking a question gets
- * one threaded answer; a change request in a thread gets a plan and waits for APPROVE; a follow-up
- * while the first run is busy queues behind it in the same work item). Signed
- * Slack events into a real Bosun; the inbox queues the item's intake run; the Scheduler runs it as
- * a `work_item_intake` RunAttemptWorkflow on the real runtime process, where the real OpenCode CLI
- * talks to a scripted OpenAI-compatible model; the reply goes out through `bosun-effects` and the
- * real `@slack/web-api` client to a local fake of Slack's Web API.
- *
- * The model's script answers each intake with two steps: a bash call that writes
- * `$BOSUN_OUTPUT_DIR/intake.json` — the decision this test chose for the request named in the
- * agent's prompt — then a closing text.
- */
-import * as fs from "node:fs"
-import * as os from "node:os"
-import * as path from "node:path"
 import type { IntakeOutput } from "@bosun/domain"
-import {
-  eventually,
-  type FakeModelRequest,
-  FakeModelServer,
-  type FakeModelTurn,
-  FakeSlack,
-  signedSlackHeaders
-} from "@bosun/testing"
-import { type RuntimeProcess, startRuntime, TOKEN } from "@bosun/testing/RuntimeProcess"
+import { eventually, type FakeModelRequest, FakeModelServer, FakeSlack, signedSlackHeaders } from "@bosun/testing"
 import { assert, layer } from "@effect/vitest"
-import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
+import { Duration, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { ConfigurationRepo } from "../../src/persistence/ConfigurationRepo.ts"
 import { RepositoriesRepo } from "../../src/persistence/RepositoriesRepo.ts"
+import { connectFakeAgent, layerTestRuntime, outputTurns, runtimeSettings, TestRuntime } from "../support/AgentStack.ts"
 import { signIn } from "../support/Identity.ts"
 import { layerTestServer, request } from "../support/TestServer.ts"
 
@@ -48,58 +24,17 @@ const decisionFor = (request: FakeModelRequest): IntakeOutput => {
   return { decision: "NEEDS_CONTEXT", question: "The prompt named no request this test knows." }
 }
 
-const intakeTurns = (runs: number): ReadonlyArray<FakeModelTurn> =>
-  Array.from(
-    { length: runs },
-    (): ReadonlyArray<FakeModelTurn> => [
-      {
-        type: "tools",
-        text: "Deciding what this request is.",
-        calls: [
-          {
-            name: "bash",
-            arguments: (request) => ({
-              command: `cat > "$BOSUN_OUTPUT_DIR/intake.json" <<'JSON'\n${JSON.stringify(decisionFor(request))}\nJSON`,
-              description: "Write the intake decision"
-            })
-          }
-        ],
-        usage: { input: 700, output: 50 }
-      },
-      { type: "text", text: "The decision is written.", usage: { input: 800, output: 8 } }
-    ]
-  ).flat()
-
-class TestRuntime extends Context.Service<TestRuntime, RuntimeProcess>()("test/SlackWorkRuntime") {}
-
-const root = fs.mkdtempSync(path.join(os.tmpdir(), "bosun-slack-work-"))
-
-const layerRuntime = Layer.effect(
-  TestRuntime,
-  Effect.acquireRelease(
-    Effect.promise(() => startRuntime({ BOSUN_RUNTIME_DATA_DIR: path.join(root, "runtime") })),
-    (runtime) => Effect.promise(() => runtime.stop())
-  )
-)
-
 const Server = Layer.unwrap(
   Effect.gen(function* () {
     const slack = yield* FakeSlack
     const runtime = yield* TestRuntime
     return layerTestServer({
-      settings: {
-        slackApiUrl: new URL(slack.apiUrl),
-        runtime: {
-          external: Option.some({ url: new URL(runtime.base), token: Redacted.make(TOKEN) }),
-          embeddedPort: 0,
-          reviewAgentProfile: Option.none()
-        }
-      }
+      settings: { slackApiUrl: new URL(slack.apiUrl), runtime: runtimeSettings(runtime) }
     })
   })
 ).pipe(
-  Layer.provideMerge(layerRuntime),
-  Layer.provideMerge(FakeModelServer.layer({ turns: intakeTurns(4), title: "Intake" })),
+  Layer.provideMerge(layerTestRuntime("bosun-slack-work")),
+  Layer.provideMerge(FakeModelServer.layer({ turns: outputTurns(4, "intake.json", decisionFor), title: "Intake" })),
   Layer.provideMerge(FakeSlack.layer)
 )
 
@@ -112,7 +47,6 @@ const json = (cookie: string, method: string, body?: unknown): RequestInit => ({
 /** The organization: Slack connected, two repositories, an OpenCode connection to the fake model. */
 const setUp = Effect.gen(function* () {
   const slack = yield* FakeSlack
-  const model = yield* FakeModelServer
   slack.addWorkspace({ token: BOT_TOKEN, teamId: TEAM, teamName: "Work", botUserId: BOT })
   const admin = yield* signIn("work-admin", [[ORG, "ADMIN"]])
   const connected = yield* request(
@@ -123,28 +57,7 @@ const setUp = Effect.gen(function* () {
   const repositories = yield* RepositoriesRepo
   yield* repositories.upsert(ORG, { githubRepositoryId: 92_001, owner: "acme", name: "shop", defaultBranch: "main" })
   yield* repositories.upsert(ORG, { githubRepositoryId: 92_002, owner: "acme", name: "api", defaultBranch: "main" })
-  const imported = yield* request(
-    `/api/v1/organizations/${ORG}/opencode-connection/import`,
-    json(admin.cookie, "PUT", {
-      auth: {
-        fake: {
-          type: "api",
-          key: "sk-slack-work-0123456789abcdef",
-          npm: "@ai-sdk/openai-compatible",
-          name: "Fake Provider",
-          base_url: model.url,
-          models: { "fake-coder": { name: "Fake Coder" } }
-        }
-      }
-    })
-  )
-  assert.strictEqual(imported.status, 200, imported.text)
-  yield* (yield* ConfigurationRepo).setOrganizationGroup(
-    ORG,
-    "agent",
-    { agent_provider: "OPENCODE", model: "fake/fake-coder" },
-    null
-  )
+  yield* connectFakeAgent(ORG, admin.cookie)
   return admin.cookie
 })
 
