@@ -6,8 +6,13 @@
  * FAILED, the thread told why, in one transaction). Failures are the attempt's, with the codes the
  * run's error shows.
  */
-import { AttemptError, type AttemptRun, type FailureReport } from "@bosun/actors/attempt/AttemptPorts"
-import type { Repository, RepositoryConfiguration, RunRepository } from "@bosun/domain"
+import {
+  AttemptError,
+  type AttemptRun,
+  type FailureReport,
+  type PreparedAttempt
+} from "@bosun/actors/attempt/AttemptPorts"
+import type { Repository, RepositoryConfiguration, RunRepository, RunRequest } from "@bosun/domain"
 import { Effect, Option, Redacted, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/AppConfig.ts"
@@ -30,6 +35,33 @@ const Input = Schema.Struct({
 })
 
 export const fullName = (repository: Repository) => `${repository.owner}/${repository.name}`
+
+/**
+ * The request of a work-item run as the attempt takes it: what every such run shares (the agent
+ * and model of the configuration, no MCP servers or skills, the STRICT egress tier, credentials
+ * inline) around what the run itself says, on a standard-2 sandbox of the configured provider.
+ */
+export const workItemAttempt = (
+  configuration: RepositoryConfiguration,
+  run: Pick<AttemptRun, "runId" | "attemptId">,
+  own: Pick<RunRequest, "prompt" | "instructions" | "repositories" | "time_limit_seconds" | "provider_credentials">
+): PreparedAttempt => ({
+  request: {
+    run_id: run.runId,
+    attempt_id: run.attemptId,
+    agent: { kind: configuration.agent_provider },
+    model: configuration.model === "" ? "default" : configuration.model,
+    mcp_servers: [],
+    skills: [],
+    egress_tier: "STRICT",
+    credential_mode: "INLINE",
+    ...own
+  },
+  sandbox: { provider: configuration.sandbox_provider, instanceClass: "standard-2", egressTier: "STRICT" },
+  grants: [],
+  model: configuration.model === "" ? null : configuration.model,
+  provider: configuration.agent_provider
+})
 
 export const makeWorkItemRunSetup = Effect.gen(function* () {
   const config = yield* AppConfig

@@ -23,7 +23,7 @@
  */
 import type { AttemptRun, WorkflowType } from "@bosun/actors/attempt/AttemptPorts"
 import { enqueueRun } from "@bosun/actors/jobs/RunQueue"
-import { CHANGES_PATH, IMPLEMENT_OUTPUT_PATH, ImplementOutput, type RunRequest } from "@bosun/domain"
+import { CHANGES_PATH, IMPLEMENT_OUTPUT_PATH, ImplementOutput } from "@bosun/domain"
 import { Effect, Option, Result, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { ProviderEffectsRepo } from "../persistence/ProviderEffectsRepo.ts"
@@ -35,7 +35,7 @@ import { Outbox } from "../storage/Outbox.ts"
 import { applyChange, parseChanges } from "../work/ChangeSet.ts"
 import { IMPLEMENT_INSTRUCTIONS, implementPrompt } from "../work/ImplementInstructions.ts"
 import { replyEffect } from "../work/WorkItemReplies.ts"
-import { CHECKOUT, fail, fullName, makeWorkItemRunSetup } from "../work/WorkItemRunSetup.ts"
+import { CHECKOUT, fail, fullName, makeWorkItemRunSetup, workItemAttempt } from "../work/WorkItemRunSetup.ts"
 
 export const WORK_ITEM_IMPLEMENT = "work_item_implement"
 
@@ -111,11 +111,7 @@ export const workItemImplementWorkflow = Effect.gen(function* () {
             `issue_pull_request_mode is DISABLED for ${fullName(repository)}: Bosun opens no pull requests there`
           )
         }
-        const request: RunRequest = {
-          run_id: run.runId,
-          attempt_id: run.attemptId,
-          agent: { kind: configuration.agent_provider },
-          model: configuration.model === "" ? "default" : configuration.model,
+        return workItemAttempt(configuration, run, {
           prompt: implementPrompt({
             repository: fullName(repository),
             title: plan.title,
@@ -125,24 +121,9 @@ export const workItemImplementWorkflow = Effect.gen(function* () {
           }),
           instructions: IMPLEMENT_INSTRUCTIONS,
           repositories: [yield* checkoutOf(run.organizationId, repository)],
-          mcp_servers: [],
-          skills: [],
-          egress_tier: "STRICT",
           time_limit_seconds: IMPLEMENT_TIME_LIMIT_SECONDS,
-          credential_mode: "INLINE",
           provider_credentials: credentials
-        }
-        return {
-          request,
-          sandbox: {
-            provider: configuration.sandbox_provider,
-            instanceClass: "standard-2" as const,
-            egressTier: "STRICT" as const
-          },
-          grants: [],
-          model: configuration.model === "" ? null : configuration.model,
-          provider: configuration.agent_provider
-        }
+        })
       }),
     publish: ({ run, file }) =>
       Effect.gen(function* () {

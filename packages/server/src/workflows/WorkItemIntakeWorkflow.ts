@@ -20,7 +20,7 @@
 
 import type { WorkflowType } from "@bosun/actors/attempt/AttemptPorts"
 import { enqueueRun } from "@bosun/actors/jobs/RunQueue"
-import { INTAKE_OUTPUT_PATH, IntakeOutput, type Repository, type RunRequest } from "@bosun/domain"
+import { INTAKE_OUTPUT_PATH, IntakeOutput, type Repository } from "@bosun/domain"
 import { Effect, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
@@ -28,7 +28,7 @@ import { type WorkItemForRun, WorkItemsRepo } from "../persistence/WorkItemsRepo
 import { Outbox } from "../storage/Outbox.ts"
 import { INTAKE_INSTRUCTIONS, intakePrompt } from "../work/IntakeInstructions.ts"
 import { replyEffect } from "../work/WorkItemReplies.ts"
-import { CHECKOUT, fail, fullName, makeWorkItemRunSetup } from "../work/WorkItemRunSetup.ts"
+import { CHECKOUT, fail, fullName, makeWorkItemRunSetup, workItemAttempt } from "../work/WorkItemRunSetup.ts"
 
 export const WORK_ITEM_INTAKE = "work_item_intake"
 
@@ -120,11 +120,7 @@ export const workItemIntakeWorkflow = Effect.gen(function* () {
         const primary =
           run.repositoryId === null ? undefined : known.find((repository) => repository.id === run.repositoryId)
         const checkout = primary === undefined ? [] : [yield* checkoutOf(run.organizationId, primary)]
-        const request: RunRequest = {
-          run_id: run.runId,
-          attempt_id: run.attemptId,
-          agent: { kind: configuration.agent_provider },
-          model: configuration.model === "" ? "default" : configuration.model,
+        return workItemAttempt(configuration, run, {
           prompt: intakePrompt({
             title: found.item.title,
             request: found.item.summary ?? "",
@@ -138,24 +134,9 @@ export const workItemIntakeWorkflow = Effect.gen(function* () {
           }),
           instructions: INTAKE_INSTRUCTIONS,
           repositories: checkout,
-          mcp_servers: [],
-          skills: [],
-          egress_tier: "STRICT",
           time_limit_seconds: INTAKE_TIME_LIMIT_SECONDS,
-          credential_mode: "INLINE",
           provider_credentials: credentials
-        }
-        return {
-          request,
-          sandbox: {
-            provider: configuration.sandbox_provider,
-            instanceClass: "standard-2" as const,
-            egressTier: "STRICT" as const
-          },
-          grants: [],
-          model: configuration.model === "" ? null : configuration.model,
-          provider: configuration.agent_provider
-        }
+        })
       }),
     publish: ({ run, file }) =>
       Effect.gen(function* () {
