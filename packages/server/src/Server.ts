@@ -58,6 +58,7 @@ import { GitHubApp } from "./providers/GitHubApp.ts"
 import { GitHubBranches } from "./providers/GitHubBranches.ts"
 import { GitHubOAuth } from "./providers/GitHubOAuth.ts"
 import { GitHubPulls } from "./providers/GitHubPulls.ts"
+import { LinearTokens } from "./providers/LinearTokens.ts"
 import { LinearTracker } from "./providers/LinearTracker.ts"
 import { UsageSourceLive } from "./providers/ProviderUsage.ts"
 import { SlackChat } from "./providers/SlackChat.ts"
@@ -134,9 +135,14 @@ export const AppServicesLive = appServices({ rotationWorker: true })
 export const AppProvidersLive = Layer.mergeAll(
   Layer.merge(GitHubPulls.layer, GitHubBranches.layer).pipe(Layer.provideMerge(GitHubApp.layer)),
   SlackChat.layer,
-  LinearTracker.layer,
   UsageSourceLive
 )
+
+/**
+ * The clients whose calls take a cluster-wide lock, built on the runner: Linear's, whose token
+ * refresh holds the Mutex `tracker-token:{org}`.
+ */
+export const ClusterProvidersLive = LinearTracker.layer.pipe(Layer.provideMerge(LinearTokens.layer))
 
 /** Serves `routes` (production: `ApiRoutes`); needs the Migrator, AppConfig, SqlClient and an HttpServer. */
 export const HttpLive = <A, E, R>(routes: Layer.Layer<A, E, R>) => serve(routes)
@@ -198,6 +204,7 @@ export const makeServerLive = <E, R>(workflowTypes: Layer.Layer<WorkflowTypes, E
     // arrived before the routes were installed would never be answered.
     Layer.provideMerge(HttpLive(ApiRoutes).pipe(Layer.provideMerge(NodeServerLive))),
     Layer.provideMerge(Layer.mergeAll(InboxConsumerLive, EffectsConsumerLive)),
+    Layer.provideMerge(ClusterProvidersLive),
     Layer.provideMerge(layerClusterRunner(workflowTypes)),
     Layer.provideMerge(AppProvidersLive),
     Layer.provideMerge(AppServicesLive),

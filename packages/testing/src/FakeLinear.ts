@@ -16,6 +16,12 @@
  * and `extensions.type` `invalid input` (the SDK's `InvalidInputLinearError`). Tests script
  * failures per root field (429 with `Retry-After` and type `ratelimited`, 500, a dropped
  * connection); every call is recorded. `linearSignature` signs webhook deliveries as Linear does.
+ *
+ * `POST /oauth/token` is Linear's token endpoint for `grant_type=refresh_token` (form-encoded,
+ * client credentials in the body): a known refresh token of that client answers a new access
+ * token (accepted from then on) and a new refresh token, and the one spent is forgotten, as
+ * Linear rotates them; a spent or unknown one answers 400 `invalid_grant`, a wrong client 401
+ * `invalid_client`.
  */
 import { createHmac, randomUUID } from "node:crypto"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
@@ -74,6 +80,15 @@ export type FakeLinearFailure =
   | { readonly status: 429; readonly retryAfter?: number }
   | { readonly status: 500 }
   | { readonly drop: true }
+
+/** One call to `/oauth/token`, as the fake answered it. */
+export interface FakeLinearTokenRequest {
+  readonly grantType: string
+  readonly clientId: string
+  readonly status: number
+  /** The access token it issued, when it issued one. */
+  readonly issued: string | undefined
+}
 
 export interface FakeLinearCall {
   /** The first root field of the document (`commentCreate`, `comments`, `viewer`, …); empty when there is none. */
@@ -180,6 +195,18 @@ export class FakeLinear extends Context.Service<
     readonly apiUrl: string
     /** Accepts `token` as an API key (`Authorization: <token>`) or OAuth token (`Bearer <token>`). */
     readonly addToken: (token: string) => void
+    /** Lets `clientId`/`clientSecret` spend `refreshToken` once at `/oauth/token`. */
+    readonly addRefreshToken: (grant: {
+      readonly clientId: string
+      readonly clientSecret: string
+      readonly refreshToken: string
+    }) => void
+    /** Stops accepting the access token (revoked before its expiry). */
+    readonly revokeToken: (token: string) => void
+    /** Makes `/oauth/token` take this long to answer. */
+    readonly setTokenDelay: (millis: number) => void
+    /** The calls to `/oauth/token` so far, oldest first. */
+    readonly tokenRequests: () => ReadonlyArray<FakeLinearTokenRequest>
     /** Who `viewer` is and who writes the comments (`fake-viewer` until set). */
     readonly setViewer: (viewer: FakeLinearUser) => void
     /** Adds the issue, or puts it back as given. */
@@ -195,7 +222,7 @@ export class FakeLinear extends Context.Service<
     /** The calls made so far (with that root field only, when given), oldest first. */
     readonly calls: (rootField?: string) => ReadonlyArray<FakeLinearCall>
     /**
-     * Forgets calls, scripted failures and comments, and puts every issue back as `addIssue` gave
+     * Forgets calls, token requests, the token delay, scripted failures and comments, and puts every issue back as `addIssue` gave
      * it; tokens, the viewer and workflow states stay.
      */
     readonly reset: () => void
@@ -206,6 +233,9 @@ export class FakeLinear extends Context.Service<
     Effect.acquireRelease(
       Effect.promise(async () => {
         const tokens = new Set<string>()
+        const refreshTokens = new Map<string, { readonly clientId: string; readonly clientSecret: string }>()
+        const tokenRequests: Array<FakeLinearTokenRequest> = []
+        let tokenDelay = 0
         const issues = new Map<string, IssueRecord>()
         const states = new Map<string, FakeLinearWorkflowState>()
         const comments: Array<FakeLinearComment> = []
@@ -547,6 +577,47 @@ export class FakeLinear extends Context.Service<
             res.writeHead(status, { "content-type": "application/json; charset=utf-8", ...extraHeaders })
             res.end(JSON.stringify(body))
           }
+          if (req.method === "POST" && url.pathname === "/oauth/token") {
+            const form = new URLSearchParams(text)
+            const grantType = form.get("grant_type") ?? ""
+            const clientId = form.get("client_id") ?? ""
+            const spent = form.get("refresh_token") ?? ""
+            if (tokenDelay > 0) await new Promise((resolve) => setTimeout(resolve, tokenDelay))
+            const grant = refreshTokens.get(spent)
+            const oauthAnswer = (status: number, body: Record<string, unknown>, issued?: string) => {
+              tokenRequests.push({ grantType, clientId, status, issued })
+              res.writeHead(status, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" })
+              res.end(JSON.stringify(body))
+            }
+            if (grantType !== "refresh_token") {
+              return oauthAnswer(400, { error: "unsupported_grant_type" })
+            }
+            if (grant === undefined) {
+              return oauthAnswer(400, {
+                error: "invalid_grant",
+                error_description: "Refresh token is invalid or spent"
+              })
+            }
+            if (grant.clientId !== clientId || grant.clientSecret !== form.get("client_secret")) {
+              return oauthAnswer(401, { error: "invalid_client", error_description: "Client authentication failed" })
+            }
+            refreshTokens.delete(spent)
+            const accessToken = `lin_oauth_${randomUUID().replaceAll("-", "")}`
+            const refreshToken = `lin_refresh_${randomUUID().replaceAll("-", "")}`
+            tokens.add(accessToken)
+            refreshTokens.set(refreshToken, grant)
+            return oauthAnswer(
+              200,
+              {
+                access_token: accessToken,
+                token_type: "Bearer",
+                expires_in: 86399,
+                scope: "read,write",
+                refresh_token: refreshToken
+              },
+              accessToken
+            )
+          }
           if (req.method !== "POST" || url.pathname !== "/graphql") {
             return answer({ status: 404, body: { errors: [{ message: "Not found" }] } })
           }
@@ -624,6 +695,16 @@ export class FakeLinear extends Context.Service<
             addToken: (token) => {
               tokens.add(token.replace(/^bearer\s+/i, ""))
             },
+            addRefreshToken: (grant) => {
+              refreshTokens.set(grant.refreshToken, { clientId: grant.clientId, clientSecret: grant.clientSecret })
+            },
+            revokeToken: (token) => {
+              tokens.delete(token)
+            },
+            setTokenDelay: (millis) => {
+              tokenDelay = millis
+            },
+            tokenRequests: () => [...tokenRequests],
             setViewer: (next) => {
               viewer = next
             },
@@ -654,6 +735,8 @@ export class FakeLinear extends Context.Service<
             calls: (rootField) => calls.filter((call) => rootField === undefined || call.rootField === rootField),
             reset: () => {
               calls.length = 0
+              tokenRequests.length = 0
+              tokenDelay = 0
               failures.clear()
               comments.length = 0
               for (const [id, record] of issues) issues.set(id, freshIssue(record.seed))

@@ -19,6 +19,8 @@ export const SealedColumns: ReadonlyArray<SealedColumn> = [
   { table: "github_apps", column: "webhook_secret", idColumn: "organization_id" },
   { table: "linear_connections", column: "webhook_secret", idColumn: "organization_id" },
   { table: "linear_connections", column: "access_token", idColumn: "organization_id" },
+  { table: "linear_connections", column: "refresh_token", idColumn: "organization_id" },
+  { table: "linear_connections", column: "oauth_client_secret", idColumn: "organization_id" },
   { table: "slack_connections", column: "bot_token", idColumn: "organization_id" },
   { table: "slack_connections", column: "signing_secret", idColumn: "organization_id" },
   { table: "organization_secrets", column: "value", idColumn: "id" },

@@ -41,7 +41,13 @@ export const LinearHttp = group(
                 webhookSecret: Redacted.make(payload.webhook_secret),
                 accessToken: Option.map(Option.fromUndefinedOr(payload.access_token), Redacted.make),
                 appUserId: payload.app_user_id ?? null,
-                appUserName: payload.app_user_name ?? null
+                appUserName: payload.app_user_name ?? null,
+                oauth: Option.map(Option.fromUndefinedOr(payload.oauth), (grant) => ({
+                  clientId: grant.client_id,
+                  clientSecret: Redacted.make(grant.client_secret),
+                  refreshToken: Redacted.make(grant.refresh_token),
+                  expiresAt: new Date(Date.now() + grant.expires_in * 1000)
+                }))
               })
               .pipe(Effect.orDie),
             () => ({

@@ -1,9 +1,10 @@
 /**
  * Bosun's side of Linear's API (issue 9; spec: What the service does 3, 9): commenting on an issue
  * and moving it to a workflow state, through the official `@linear/sdk` client at
- * `BOSUN_LINEAR_API_URL`, with the organization's sealed token opened per call. A token that
- * starts with `lin_api_` is a personal API key (sent as is); anything else is an OAuth access
- * token (sent as a bearer token).
+ * `BOSUN_LINEAR_API_URL`, with the organization's token (LinearTokens: opened per call, an expiring
+ * OAuth token renewed first). A token that starts with `lin_api_` is a personal API key (sent as
+ * is); anything else is an OAuth access token (sent as a bearer token). When Linear refuses an
+ * OAuth token (revoked before its expiry), it is renewed and the call made once more.
  *
  * A comment is created with an id of Bosun's choosing, derived from the effect's idempotency key
  * (Linear accepts a client-chosen UUID on create), so a retry after a timeout first looks the
@@ -13,9 +14,9 @@
  */
 import { createHash } from "node:crypto"
 import { LinearClient, LinearError, LinearErrorType, RatelimitedLinearError } from "@linear/sdk"
-import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
+import { Context, Duration, Effect, Layer, Redacted } from "effect"
 import { AppConfig } from "../config/AppConfig.ts"
-import { LinearConnectionsRepo } from "../persistence/LinearConnectionsRepo.ts"
+import { LinearTokens } from "./LinearTokens.ts"
 import { ProviderCallError } from "./ProviderCallError.ts"
 
 /** A UUID (version 4 layout) determined by `key`: the id of the comment an effect creates. */
@@ -33,6 +34,10 @@ const REFUSED: ReadonlySet<string> = new Set([
   LinearErrorType.UsageLimitExceeded,
   LinearErrorType.GraphqlError
 ])
+
+/** Linear said the token is not (or no longer) good. */
+const isAuthentication = (cause: unknown) =>
+  cause instanceof LinearError && cause.type === LinearErrorType.AuthenticationError
 
 const failure = (operation: string, cause: unknown): ProviderCallError => {
   if (cause instanceof RatelimitedLinearError) {
@@ -81,32 +86,33 @@ export class LinearTracker extends Context.Service<
     LinearTracker,
     Effect.gen(function* () {
       const config = yield* AppConfig
-      const connections = yield* LinearConnectionsRepo
+      const tokens = yield* LinearTokens
 
-      const notConnected = (message: string) =>
-        new ProviderCallError({ provider: "linear", reason: "NotConnected", message })
+      const clientWith = (token: Redacted.Redacted<string>) => {
+        const value = Redacted.value(token)
+        return new LinearClient({
+          ...(value.startsWith("lin_api_") ? { apiKey: value } : { accessToken: value }),
+          apiUrl: config.linearApiUrl.href
+        })
+      }
 
-      const clientOf = (organizationId: string) =>
-        connections.accessToken(organizationId).pipe(
-          Effect.mapError(() => notConnected("The organization's Linear token could not be opened")),
-          Effect.flatMap(
-            Option.match({
-              onNone: () => Effect.fail(notConnected("The organization's Linear connection has no access token")),
-              onSome: (token) => {
-                const value = Redacted.value(token)
-                return Effect.succeed(
-                  new LinearClient({
-                    ...(value.startsWith("lin_api_") ? { apiKey: value } : { accessToken: value }),
-                    apiUrl: config.linearApiUrl.href
-                  })
-                )
-              }
-            })
-          )
-        )
-
-      const call = <A>(operation: string, run: () => Promise<A>) =>
-        Effect.tryPromise({ try: run, catch: (cause) => failure(operation, cause) })
+      /**
+       * Runs `run` with a client for the organization's token; a refused OAuth token is renewed
+       * and `run` tried once more with the new one.
+       */
+      const withClient = <A>(organizationId: string, operation: string, run: (client: LinearClient) => Promise<A>) =>
+        Effect.gen(function* () {
+          const first = yield* tokens.current(organizationId)
+          const attempt = (token: Redacted.Redacted<string>) =>
+            Effect.tryPromise({ try: () => run(clientWith(token)), catch: (cause) => cause })
+          const answered = yield* Effect.result(attempt(first.token))
+          if (answered._tag === "Success") return answered.success
+          if (!(first.refreshable && isAuthentication(answered.failure))) {
+            return yield* failure(operation, answered.failure)
+          }
+          const renewed = yield* tokens.renew(organizationId, first.token)
+          return yield* attempt(renewed.token).pipe(Effect.mapError((cause) => failure(operation, cause)))
+        })
 
       return LinearTracker.of({
         comment: Effect.fn("LinearTracker.comment")(function* (
@@ -118,13 +124,14 @@ export class LinearTracker extends Context.Service<
             readonly lookFirst: boolean
           }
         ) {
-          const client = yield* clientOf(organizationId)
           const id = commentIdFor(comment.key)
           if (comment.lookFirst) {
-            const existing = yield* call("comments", () => client.comments({ filter: { id: { eq: id } } }))
+            const existing = yield* withClient(organizationId, "comments", (client) =>
+              client.comments({ filter: { id: { eq: id } } })
+            )
             if (existing.nodes.length > 0) return id
           }
-          const created = yield* call("commentCreate", () =>
+          const created = yield* withClient(organizationId, "commentCreate", (client) =>
             client.createComment({ id, issueId: comment.issueId, body: comment.body })
           )
           if (!created.success) {
@@ -140,8 +147,7 @@ export class LinearTracker extends Context.Service<
           organizationId: string,
           change: { readonly issueId: string; readonly stateId: string }
         ) {
-          const client = yield* clientOf(organizationId)
-          const updated = yield* call("issueUpdate", () =>
+          const updated = yield* withClient(organizationId, "issueUpdate", (client) =>
             client.updateIssue(change.issueId, { stateId: change.stateId })
           )
           if (!updated.success) {

@@ -180,5 +180,60 @@ layer(Layer.mergeAll(TestDatabase.layer, LogCapture.layer, FakeSlack.layer), { e
         assert.deepStrictEqual(rows, [{ linear_organization_id: "lin-ws-cli", app_user_name: "bosun", sealed: true }])
       })
     )
+
+    it.effect(
+      "linear connect with an OAuth grant keeps it sealed; a grant given in part is refused and writes nothing",
+      () =>
+        Effect.gen(function* () {
+          yield* Effect.flatMap(OrganizationsRepo, (organizations) => organizations.ensure("cli-linear-oauth")).pipe(
+            Effect.provide(services)
+          )
+          const base = [
+            "linear",
+            "connect",
+            "--org",
+            "cli-linear-oauth",
+            "--workspace",
+            "lin-ws-cli-oauth",
+            "--webhook-secret-file",
+            file("linear-webhook-oauth", WEBHOOK),
+            "--access-token-file",
+            file("linear-oauth-token", "lin_oauth_cli_access_7a8b")
+          ]
+          const partial = yield* bosun([...base, "--oauth-client-id", "lin-cli-client"])
+          assert.notStrictEqual(partial.code, 0)
+          assert.include(partial.stderr, "an OAuth grant needs --access-token-file, --oauth-client-id")
+          const sql = yield* SqlClient.SqlClient
+          const none = yield* sql`SELECT 1 FROM linear_connections WHERE organization_id = 'cli-linear-oauth'`
+          assert.strictEqual(none.length, 0)
+
+          const connected = yield* bosun([
+            ...base,
+            "--oauth-client-id",
+            "lin-cli-client",
+            "--oauth-client-secret-file",
+            file("linear-client-secret", "lin-cli-client-secret-3c4d\n"),
+            "--refresh-token-file",
+            file("linear-refresh", "lin_refresh_cli_5e6f"),
+            "--expires-in",
+            "7200"
+          ])
+          assert.strictEqual(connected.code, 0, connected.stderr)
+          assert.strictEqual(
+            connected.stdout.trim(),
+            "cli-linear-oauth is connected to Linear workspace lin-ws-cli-oauth with an OAuth grant Bosun renews"
+          )
+          const [row] = yield* sql<{ client_id: string; sealed: boolean; seconds: number }>`
+          SELECT oauth_client_id AS client_id,
+                 position('lin_refresh_cli_5e6f'::bytea IN refresh_token) = 0
+                   AND position('lin-cli-client-secret-3c4d'::bytea IN oauth_client_secret) = 0 AS sealed,
+                 extract(epoch FROM access_token_expires_at - now())::int AS seconds
+          FROM linear_connections WHERE organization_id = 'cli-linear-oauth'`
+          assert.strictEqual(row?.client_id, "lin-cli-client")
+          assert.strictEqual(row?.sealed, true)
+          assert.isAtLeast(row?.seconds ?? 0, 7_100)
+          assert.isAtMost(row?.seconds ?? 0, 7_200)
+        })
+    )
   }
 )

@@ -163,13 +163,17 @@ layer(layerTestServer({ settings }), { excludeTestServices: true })("Linear", (i
       assert.strictEqual(got.status, 200)
       const data = (got.json as { data: Record<string, unknown> }).data
       assert.deepStrictEqual(Object.keys(data).sort(), [
+        "access_token_expires_at",
         "app_user_id",
         "app_user_name",
         "created_at",
         "has_access_token",
         "linear_organization_id",
+        "refreshable",
         "updated_at"
       ])
+      assert.strictEqual(data.refreshable, false)
+      assert.strictEqual(data.access_token_expires_at, null)
       assert.strictEqual(data.linear_organization_id, "ws-conn")
       assert.strictEqual(data.app_user_id, BOSUN_USER)
       assert.strictEqual(data.app_user_name, "bosun")
@@ -195,6 +199,76 @@ layer(layerTestServer({ settings }), { excludeTestServices: true })("Linear", (i
       })
       assert.strictEqual(memberRead.status, 200)
     })
+  )
+
+  it.effect(
+    "an OAuth grant is kept sealed and shown only as refreshable with its expiry; a grant without its token is a 400",
+    () =>
+      Effect.gen(function* () {
+        const admin = yield* signIn("admin-lin-oauth", [["lin-oauth", "ADMIN"]])
+        const grant = {
+          client_id: "lin-oauth-client",
+          client_secret: "lin-oauth-client-secret-value",
+          refresh_token: "lin_refresh_secret_value",
+          expires_in: 3600
+        }
+        const missingToken = yield* connect("lin-oauth", admin.cookie, {
+          linear_organization_id: "ws-oauth",
+          webhook_secret: SECRET,
+          oauth: grant
+        })
+        assert.strictEqual(missingToken.status, 400, missingToken.text)
+        assert.strictEqual(errorCode(missingToken.json), "invalid_body")
+        assert.include(missingToken.text, "oauth needs the access_token it renews")
+        const badExpiry = yield* connect("lin-oauth", admin.cookie, {
+          linear_organization_id: "ws-oauth",
+          webhook_secret: SECRET,
+          access_token: "lin_oauth_access_value",
+          oauth: { ...grant, expires_in: 0 }
+        })
+        assert.strictEqual(badExpiry.status, 400, badExpiry.text)
+        const sql = yield* SqlClient.SqlClient
+        const none = yield* sql`SELECT 1 FROM linear_connections WHERE organization_id = 'lin-oauth'`
+        assert.strictEqual(none.length, 0)
+
+        const before = Date.now()
+        const saved = yield* connect("lin-oauth", admin.cookie, {
+          linear_organization_id: "ws-oauth",
+          webhook_secret: SECRET,
+          access_token: "lin_oauth_access_value",
+          oauth: grant
+        })
+        assert.strictEqual(saved.status, 200, saved.text)
+        const data = (saved.json as { data: { refreshable: boolean; access_token_expires_at: string } }).data
+        assert.strictEqual(data.refreshable, true)
+        const expiresAt = Date.parse(data.access_token_expires_at)
+        assert.isAtLeast(expiresAt, before + 3_599_000)
+        assert.isAtMost(expiresAt, Date.now() + 3_600_000)
+        for (const secret of [grant.client_secret, grant.refresh_token, "lin_oauth_access_value"]) {
+          assert.notInclude(saved.text, secret)
+        }
+        const [stored] = yield* sql<{
+          refresh_token: Uint8Array
+          oauth_client_secret: Uint8Array
+          oauth_client_id: string
+        }>`
+        SELECT refresh_token, oauth_client_secret, oauth_client_id FROM linear_connections
+        WHERE organization_id = 'lin-oauth'`
+        assert.strictEqual(stored?.oauth_client_id, "lin-oauth-client")
+        assert.notInclude(Buffer.from(stored?.refresh_token ?? []).toString("latin1"), grant.refresh_token)
+        assert.notInclude(Buffer.from(stored?.oauth_client_secret ?? []).toString("latin1"), grant.client_secret)
+
+        // Connected again with a key: the grant is gone with the token it renewed.
+        const key = yield* connect("lin-oauth", admin.cookie, {
+          linear_organization_id: "ws-oauth",
+          webhook_secret: SECRET,
+          access_token: "lin_api_plain_key"
+        })
+        assert.strictEqual(key.status, 200, key.text)
+        const plain = (key.json as { data: { refreshable: boolean; access_token_expires_at: string | null } }).data
+        assert.strictEqual(plain.refreshable, false)
+        assert.strictEqual(plain.access_token_expires_at, null)
+      })
   )
 
   it.effect("a workspace connected to another organization is a 409 and changes nothing", () =>

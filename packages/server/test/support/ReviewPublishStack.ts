@@ -5,14 +5,17 @@
  * queues and `bosun-effects` consumer over a fresh test database — no HTTP stack, no cluster.
  */
 import { generateKeyPairSync } from "node:crypto"
+import { MutexLive } from "@bosun/actors/coordination/Mutex"
 import { FakeGithub } from "@bosun/testing"
 import { Duration, Effect, Layer, Redacted } from "effect"
+import { TestRunner } from "effect/cluster"
 import { AppConfig } from "../../src/config/AppConfig.ts"
 import { EffectsConsumerLive } from "../../src/effects/EffectsConsumer.ts"
 import { GithubAppsRepo } from "../../src/persistence/GithubAppsRepo.ts"
 import { OrganizationsRepo } from "../../src/persistence/OrganizationsRepo.ts"
 import { GitHubApp } from "../../src/providers/GitHubApp.ts"
 import { GitHubPulls } from "../../src/providers/GitHubPulls.ts"
+import { LinearTokens } from "../../src/providers/LinearTokens.ts"
 import { LinearTracker } from "../../src/providers/LinearTracker.ts"
 import { SlackChat } from "../../src/providers/SlackChat.ts"
 import { layerMemory } from "../../src/storage/CacheMemory.ts"
@@ -69,7 +72,15 @@ export const layerReviewPublishStack = (org: string, repository: string) => {
           const config = Layer.succeed(AppConfig, AppConfig.of(testSettings({ githubApiUrl: new URL(fake.apiUrl) })))
           return EffectsConsumerLive.pipe(
             Layer.provideMerge(Outbox.layer(OUTBOX)),
-            Layer.provideMerge(Layer.merge(SlackChat.layer, LinearTracker.layer)),
+            Layer.provideMerge(SlackChat.layer),
+            // Linear's client takes the cluster-wide token lock: an in-memory runner offers it.
+            Layer.provideMerge(
+              LinearTracker.layer.pipe(
+                Layer.provide(LinearTokens.layer),
+                Layer.provide(MutexLive),
+                Layer.provide(TestRunner.layer)
+              )
+            ),
             Layer.provideMerge(layerPostgres(QUEUES)),
             Layer.provideMerge(GitHubPulls.layer),
             Layer.provideMerge(GitHubApp.layer),

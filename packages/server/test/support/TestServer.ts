@@ -23,7 +23,7 @@ import { ApiRoutes } from "../../src/http/HttpApp.ts"
 import { InboxConsumerLive } from "../../src/inbox/InboxConsumer.ts"
 import { Migrator } from "../../src/persistence/Migrator.ts"
 import { AgentRuntime } from "../../src/runtime/AgentRuntime.ts"
-import { AppProvidersLive, AppServicesLive, HttpLive } from "../../src/Server.ts"
+import { AppProvidersLive, AppServicesLive, ClusterProvidersLive, HttpLive } from "../../src/Server.ts"
 import { layerFileSystem } from "../../src/storage/BlobStoreFileSystem.ts"
 import { layerMemory } from "../../src/storage/CacheMemory.ts"
 import { layerPostgres } from "../../src/storage/QueuePostgres.ts"
@@ -137,6 +137,7 @@ export const layerHttp = <A = never, E = never, R = never>(options: {
   HttpLive(options.extra ? Layer.mergeAll(ApiRoutes, options.extra) : ApiRoutes).pipe(
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
     Layer.provideMerge(Layer.mergeAll(InboxConsumerLive, EffectsConsumerLive)),
+    Layer.provideMerge(ClusterProvidersLive),
     Layer.provideMerge(layerClusterRunner(WorkflowTypesLive)),
     Layer.provideMerge(AppProvidersLive),
     Layer.provideMerge(AppServicesLive),

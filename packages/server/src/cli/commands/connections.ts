@@ -10,7 +10,7 @@ import { PathId } from "@bosun/domain"
 import { Console, Effect, Option, Redacted } from "effect"
 import { Command, Flag } from "effect/cli"
 import { AuditLog } from "../../persistence/AuditLog.ts"
-import { LinearConnectionsRepo } from "../../persistence/LinearConnectionsRepo.ts"
+import { LinearConnectionsRepo, type LinearOAuthInput } from "../../persistence/LinearConnectionsRepo.ts"
 import { OrganizationsRepo } from "../../persistence/OrganizationsRepo.ts"
 import { SlackConnectionsRepo } from "../../persistence/SlackConnectionsRepo.ts"
 import { SlackChat } from "../../providers/SlackChat.ts"
@@ -100,9 +100,34 @@ export const connectLinear = Command.make(
     appUserName: Flag.String("app-user-name").pipe(
       Flag.withDescription("Bosun's Linear user name, as mentions write it"),
       Flag.optional
+    ),
+    clientId: Flag.String("oauth-client-id").pipe(
+      Flag.withDescription("For an expiring OAuth token: the Linear OAuth application's client id"),
+      Flag.optional
+    ),
+    clientSecret: secretFile("oauth-client-secret-file", "A file holding the OAuth application's client secret").pipe(
+      Flag.optional
+    ),
+    refreshToken: secretFile("refresh-token-file", "A file holding the OAuth grant's refresh token").pipe(
+      Flag.optional
+    ),
+    expiresIn: Flag.Int("expires-in").pipe(
+      Flag.withDescription("Seconds the OAuth access token is valid from now (Linear's expires_in)"),
+      Flag.optional
     )
   },
-  Effect.fn(function* ({ org, workspace, webhookSecret, accessToken, appUserId, appUserName }) {
+  Effect.fn(function* ({
+    org,
+    workspace,
+    webhookSecret,
+    accessToken,
+    appUserId,
+    appUserName,
+    clientId,
+    clientSecret,
+    refreshToken,
+    expiresIn
+  }) {
     yield* requireOrganization(org)
     if (workspace.length === 0 || workspace.length > 128) {
       return yield* new CliFailure({ message: "--workspace must be 1 to 128 characters" })
@@ -111,13 +136,42 @@ export const connectLinear = Command.make(
     const token = Option.isSome(accessToken)
       ? Option.some(yield* requireSecret(accessToken.value, "access-token-file"))
       : Option.none()
+    const grantFlags =
+      [clientId, clientSecret, refreshToken].filter(Option.isSome).length + (Option.isSome(expiresIn) ? 1 : 0)
+    if (grantFlags !== 0 && (grantFlags !== 4 || Option.isNone(token))) {
+      return yield* new CliFailure({
+        message:
+          "an OAuth grant needs --access-token-file, --oauth-client-id, --oauth-client-secret-file, --refresh-token-file and --expires-in together"
+      })
+    }
+    let oauth: Option.Option<LinearOAuthInput> = Option.none()
+    if (
+      Option.isSome(clientId) &&
+      Option.isSome(clientSecret) &&
+      Option.isSome(refreshToken) &&
+      Option.isSome(expiresIn)
+    ) {
+      if (clientId.value.length === 0 || clientId.value.length > 256) {
+        return yield* new CliFailure({ message: "--oauth-client-id must be 1 to 256 characters" })
+      }
+      if (expiresIn.value < 1 || expiresIn.value > 315_360_000) {
+        return yield* new CliFailure({ message: "--expires-in must be 1 to 315360000 seconds" })
+      }
+      oauth = Option.some({
+        clientId: clientId.value,
+        clientSecret: yield* requireSecret(clientSecret.value, "oauth-client-secret-file"),
+        refreshToken: yield* requireSecret(refreshToken.value, "refresh-token-file"),
+        expiresAt: new Date(Date.now() + expiresIn.value * 1000)
+      })
+    }
     const saved = yield* (yield* LinearConnectionsRepo)
       .upsert(org, {
         linearOrganizationId: workspace,
         webhookSecret: secret,
         accessToken: token,
         appUserId: Option.getOrNull(appUserId),
-        appUserName: Option.getOrNull(appUserName)
+        appUserName: Option.getOrNull(appUserName),
+        oauth
       })
       .pipe(
         Effect.mapError((error) => new CliFailure({ message: `the secrets could not be sealed: ${error.message}` }))
@@ -131,8 +185,11 @@ export const connectLinear = Command.make(
       action: "linear_connection.connect",
       target: `linear_workspace:${workspace}`
     })
-    yield* Console.log(
-      `${org} is connected to Linear workspace ${workspace}${Option.isSome(token) ? " with an access token" : " (no access token: Bosun cannot reply in Linear)"}`
-    )
+    const tokenNote = Option.isNone(token)
+      ? " (no access token: Bosun cannot reply in Linear)"
+      : Option.isSome(oauth)
+        ? " with an OAuth grant Bosun renews"
+        : " with an access token"
+    yield* Console.log(`${org} is connected to Linear workspace ${workspace}${tokenNote}`)
   })
 ).pipe(Command.withDescription("Connect an organization to a Linear workspace"))
