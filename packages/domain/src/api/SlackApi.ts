@@ -37,6 +37,12 @@ export class SlackApi extends HttpApiGroup.make("slack")
   .middleware(SessionAuth)
   .prefix("/api/v1") {}
 
+/**
+ * An interactivity request (a button clicked under a Bosun message): form-encoded, its one field
+ * `payload` the JSON of a `block_actions` interaction.
+ */
+export const SlackInteractionForm = Schema.Struct({ payload: Schema.String }).pipe(HttpApiSchema.asFormUrlEncoded())
+
 /** The envelope of an Events API request: a `url_verification` challenge or an `event_callback`. */
 export const SlackEventEnvelope = Schema.Struct({
   type: Schema.String,
@@ -63,6 +69,20 @@ export class SlackEventsApi extends HttpApiGroup.make("slackEvents")
           "url_verification request signed with a connected workspace's secret is answered with its challenge; " +
           "an event_callback is acknowledged with 202 {data: {accepted, duplicate}} before anything is processed, " +
           "and an event_id already recorded (Slack's retries, X-Slack-Retry-Num) is a duplicate, not processed again."
+      })
+    ),
+    HttpApiEndpoint.post("interact", "/slack/interactions", {
+      payload: SlackInteractionForm,
+      success: LinearWebhookAck,
+      error: [BadRequest, Unauthorized]
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Receive a Slack interactivity request",
+        description:
+          "The Slack app's Interactivity Request URL. Signed as the Events API's requests (X-Slack-Request-Timestamp, " +
+          "X-Slack-Signature over the raw form body). A block_actions click on a plan's Approve or Reject button is " +
+          "recorded once (by its trigger_id) and acknowledged with 200 {data: {accepted, duplicate}}; the inbox then " +
+          "applies the action as the same reply in the thread would. Other interactions are acknowledged and ignored."
       })
     )
   )

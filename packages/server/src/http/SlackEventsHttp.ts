@@ -17,6 +17,13 @@
  *   recorded as ignored or acknowledged.
  *
  * Answer: 202 `{data: {accepted, duplicate}}`, the Linear webhook's shape.
+ *
+ * `POST /api/v1/slack/interactions` is the app's Interactivity Request URL: the same headers and
+ * signature over the raw form body, whose `payload` field is the interaction's JSON (its team in
+ * `team.id`). A `block_actions` click on a plan's Approve or Reject button (`PLAN_BUTTON_ACTIONS`)
+ * is recorded under `interaction:{trigger_id}` (a click is one trigger) with its inbox row, and
+ * acknowledged with 200 at once; anything else is acknowledged as not accepted. Slack does not
+ * retry interactions, but a repeated trigger is still applied once.
  */
 import { createHmac, timingSafeEqual } from "node:crypto"
 import { BosunApi, ErrorCodes } from "@bosun/domain"
@@ -26,6 +33,7 @@ import { SqlClient } from "effect/sql"
 import { SlackConnectionsRepo } from "../persistence/SlackConnectionsRepo.ts"
 import { SlackDeliveriesRepo } from "../persistence/SlackDeliveriesRepo.ts"
 import { Outbox } from "../storage/Outbox.ts"
+import { PLAN_BUTTON_ACTIONS } from "../work/WorkItemReplies.ts"
 import { group } from "./ApiGroup.ts"
 import { errorResponse } from "./RequestPipeline.ts"
 import { readWebhookBody } from "./WebhookBody.ts"
@@ -51,6 +59,14 @@ export const slackSignatureMatches = (secret: string, timestamp: string, body: s
 const text = (value: unknown, max: number) =>
   typeof value === "string" && value.length > 0 && value.length <= max ? value : undefined
 
+const objectOf = (value: unknown): Readonly<Record<string, unknown>> | undefined =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+    ? (value as Readonly<Record<string, unknown>>)
+    : undefined
+
+/** The delivery kind of a button click, beside the Events API's event types. */
+export const SLACK_BLOCK_ACTIONS = "block_actions"
+
 export const SlackEventsHttp = group(
   BosunApi,
   "slackEvents",
@@ -65,24 +81,77 @@ export const SlackEventsHttp = group(
     const refused = (message: string) => errorResponse(401, ErrorCodes.unauthorized, message)
     const notSigned = refused("The signature does not match the signing secret of a connected Slack workspace")
 
-    const handle = (request: HttpServerRequest.HttpServerRequest) =>
+    const stale = refused("The X-Slack-Request-Timestamp is more than 5 minutes from now (a replay)")
+
+    /** The signed request's headers and raw body, or the 400 that refuses it. */
+    const signedRequest = (request: HttpServerRequest.HttpServerRequest) =>
       Effect.gen(function* () {
         const timestamp = request.headers["x-slack-request-timestamp"]
         if (timestamp === undefined || !/^\d{1,12}$/.test(timestamp)) {
-          return missing("X-Slack-Request-Timestamp", "the send time in Unix seconds")
+          return Result.fail(missing("X-Slack-Request-Timestamp", "the send time in Unix seconds"))
         }
         const signature = request.headers["x-slack-signature"]
         if (signature === undefined || !/^v0=[0-9a-f]{64}$/i.test(signature)) {
-          return missing("X-Slack-Signature", "v0= and the hex HMAC-SHA256 of v0:{timestamp}:{body}")
+          return Result.fail(missing("X-Slack-Signature", "v0= and the hex HMAC-SHA256 of v0:{timestamp}:{body}"))
         }
         const read = yield* readWebhookBody(request)
-        if (Result.isFailure(read)) return read.failure
-        const body = read.success
+        if (Result.isFailure(read)) return Result.fail(read.failure)
+        const fresh = Math.abs(Date.now() / 1000 - Number(timestamp)) <= SLACK_MAX_AGE_SECONDS
+        return Result.succeed({ timestamp, signature, body: read.success, fresh })
+      })
+
+    /** The organization of the workspace `team` whose signing secret signed the request; none otherwise. */
+    const signer = (team: string | undefined, signed: { timestamp: string; signature: string; body: string }) =>
+      Effect.gen(function* () {
+        const target = team === undefined ? Option.none() : yield* connections.eventsTarget(team).pipe(Effect.orDie)
+        if (
+          Option.isNone(target) ||
+          !slackSignatureMatches(
+            Redacted.value(target.value.signingSecret),
+            signed.timestamp,
+            signed.body,
+            signed.signature
+          )
+        ) {
+          return Option.none<string>()
+        }
+        return Option.some(target.value.organizationId)
+      })
+
+    /** Records the delivery and, when handled, its inbox row in one transaction; false when it was recorded before. */
+    const recordDelivery = (
+      delivery: {
+        readonly deliveryId: string
+        readonly organizationId: string
+        readonly event: string
+        readonly action: string | null
+        readonly payload: Readonly<Record<string, unknown>>
+      },
+      ignoredReason: string | null
+    ) =>
+      outbox
+        .transaction(
+          Effect.gen(function* () {
+            const written = yield* deliveries.record(delivery, ignoredReason)
+            if (written && ignoredReason === null) {
+              yield* outbox.write("bosun-inbox", SLACK_DELIVERY_KIND, {
+                organization_id: delivery.organizationId,
+                delivery_id: delivery.deliveryId
+              })
+            }
+            return written
+          })
+        )
+        .pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
+
+    const handle = (request: HttpServerRequest.HttpServerRequest) =>
+      Effect.gen(function* () {
+        const signed = yield* signedRequest(request)
+        if (Result.isFailure(signed)) return signed.failure
+        const { timestamp, signature, body, fresh } = signed.success
         const decoded = decodePayload(body)
         if (Option.isNone(decoded)) return errorResponse(400, ErrorCodes.invalidBody, "The body must be a JSON object")
         const payload = decoded.value
-        const fresh = Math.abs(Date.now() / 1000 - Number(timestamp)) <= SLACK_MAX_AGE_SECONDS
-        const stale = refused("The X-Slack-Request-Timestamp is more than 5 minutes from now (a replay)")
 
         if (payload.type === "url_verification") {
           const secrets = yield* connections.signingSecrets().pipe(Effect.orDie)
@@ -97,14 +166,8 @@ export const SlackEventsHttp = group(
           return HttpServerResponse.jsonUnsafe({ challenge })
         }
 
-        const team = text(payload.team_id, 64)
-        const target = team === undefined ? Option.none() : yield* connections.eventsTarget(team).pipe(Effect.orDie)
-        if (
-          Option.isNone(target) ||
-          !slackSignatureMatches(Redacted.value(target.value.signingSecret), timestamp, body, signature)
-        ) {
-          return notSigned
-        }
+        const target = yield* signer(text(payload.team_id, 64), signed.success)
+        if (Option.isNone(target)) return notSigned
         if (!fresh) return stale
         const acknowledged = (duplicate: boolean) =>
           HttpServerResponse.jsonUnsafe({ data: { accepted: true, duplicate } }, { status: 202 })
@@ -123,31 +186,11 @@ export const SlackEventsHttp = group(
             "An event_callback carries an event_id and an event with a type"
           )
         }
-        const organizationId = target.value.organizationId
-        const handled = HANDLED_SLACK_EVENTS.has(eventType)
-        const recorded = yield* outbox
-          .transaction(
-            Effect.gen(function* () {
-              const written = yield* deliveries.record(
-                {
-                  deliveryId: eventId,
-                  organizationId,
-                  event: eventType,
-                  action: text(event?.subtype, 64) ?? null,
-                  payload
-                },
-                handled ? null : `event ${eventType} is not handled`
-              )
-              if (written && handled) {
-                yield* outbox.write("bosun-inbox", SLACK_DELIVERY_KIND, {
-                  organization_id: organizationId,
-                  delivery_id: eventId
-                })
-              }
-              return written
-            })
-          )
-          .pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
+        const organizationId = target.value
+        const recorded = yield* recordDelivery(
+          { deliveryId: eventId, organizationId, event: eventType, action: text(event?.subtype, 64) ?? null, payload },
+          HANDLED_SLACK_EVENTS.has(eventType) ? null : `event ${eventType} is not handled`
+        )
         const retry = request.headers["x-slack-retry-num"]
         if (retry !== undefined) {
           yield* Effect.logInfo("slack_event_retry").pipe(
@@ -163,6 +206,51 @@ export const SlackEventsHttp = group(
         return acknowledged(!recorded)
       })
 
-    return handlers.handleRaw("receive", ({ request }) => handle(request))
+    const interact = (request: HttpServerRequest.HttpServerRequest) =>
+      Effect.gen(function* () {
+        const signed = yield* signedRequest(request)
+        if (Result.isFailure(signed)) return signed.failure
+        const field = new URLSearchParams(signed.success.body).get("payload")
+        const decoded = field === null ? Option.none() : decodePayload(field)
+        if (Option.isNone(decoded)) {
+          return errorResponse(
+            400,
+            ErrorCodes.invalidBody,
+            "An interactivity request is a form whose payload field is a JSON object"
+          )
+        }
+        const payload = decoded.value
+        const target = yield* signer(text(objectOf(payload.team)?.id, 64), signed.success)
+        if (Option.isNone(target)) return notSigned
+        if (!signed.success.fresh) return stale
+        const acknowledged = (accepted: boolean, duplicate: boolean) =>
+          HttpServerResponse.jsonUnsafe({ data: { accepted, duplicate } })
+        if (payload.type !== SLACK_BLOCK_ACTIONS) return acknowledged(false, false)
+        const actions = Array.isArray(payload.actions) ? payload.actions.map(objectOf) : []
+        const clicked = actions.find((action) => {
+          const id = text(action?.action_id, 255)
+          return id !== undefined && Object.hasOwn(PLAN_BUTTON_ACTIONS, id)
+        })
+        if (clicked === undefined) return acknowledged(false, false)
+        const triggerId = text(payload.trigger_id, 100)
+        if (triggerId === undefined) {
+          return errorResponse(400, ErrorCodes.invalidBody, "A block_actions interaction carries a trigger_id")
+        }
+        const recorded = yield* recordDelivery(
+          {
+            deliveryId: `interaction:${triggerId}`,
+            organizationId: target.value,
+            event: SLACK_BLOCK_ACTIONS,
+            action: PLAN_BUTTON_ACTIONS[text(clicked.action_id, 255) ?? ""] ?? null,
+            payload
+          },
+          null
+        )
+        return acknowledged(true, !recorded)
+      })
+
+    return handlers
+      .handleRaw("receive", ({ request }) => handle(request))
+      .handleRaw("interact", ({ request }) => interact(request))
   })
 )

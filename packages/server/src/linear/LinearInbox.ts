@@ -81,7 +81,7 @@ export const makeLinearInboxHandler = Effect.gen(function* () {
   const workItems = yield* WorkItemsRepo
   const repositories = yield* RepositoriesRepo
   const sql = yield* SqlClient.SqlClient
-  const followUp = yield* makeFollowUps
+  const { followUp } = yield* makeFollowUps
 
   /** Queues the new item's intake run (in the delivery's transaction); null: the delivery was acted on. */
   const intake = (organizationId: string, id: string, sessionKey: string) =>

@@ -8,7 +8,14 @@ import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient, SqlError } from "effect/sql"
 import { RequestContext } from "../observability/RequestContext.ts"
 
-export type AuditActor = { readonly kind: "operator" } | { readonly kind: "user"; readonly userId: string }
+/**
+ * Who acted: an operator (bootstrap token, CLI), a signed-in user, or a provider's user with no
+ * Bosun account (a Slack button, a reply in a thread), named `{provider}:{workspace}:{user}`.
+ */
+export type AuditActor =
+  | { readonly kind: "operator" }
+  | { readonly kind: "user"; readonly userId: string }
+  | { readonly kind: "provider_user"; readonly external: string }
 
 export interface AuditEvent {
   readonly organizationId: string | null
@@ -41,9 +48,11 @@ export class AuditLog extends Context.Service<
         const request = yield* Effect.serviceOption(RequestContext)
         const requestId = request._tag === "Some" ? request.value.requestId : null
         yield* sql`
-            INSERT INTO audit_events (organization_id, actor_kind, actor_user_id, action, target, request_id, details)
+            INSERT INTO audit_events
+              (organization_id, actor_kind, actor_user_id, actor_external, action, target, request_id, details)
             VALUES (${event.organizationId}, ${event.actor.kind},
                     ${event.actor.kind === "user" ? event.actor.userId : null},
+                    ${event.actor.kind === "provider_user" ? event.actor.external.slice(0, 256) : null},
                     ${event.action}, ${event.target}, ${requestId}, ${JSON.stringify(event.details ?? {})}::jsonb)`.pipe(
           Effect.orDie
         )

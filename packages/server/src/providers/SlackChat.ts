@@ -9,6 +9,10 @@
  * (or channel) before posting again: Slack has no idempotency key of its own for
  * `chat.postMessage`. The client is told not to retry and to reject rate-limited calls, so a
  * 429's `Retry-After` reaches the effects consumer, which waits it out (ProviderCallError).
+ *
+ * A message with buttons is sent as Block Kit: its text in `section` blocks (Slack takes at most
+ * 3,000 characters per section) and one `actions` block; `text` stays the notification's and the
+ * screen reader's fallback. A click comes back to `POST /api/v1/slack/interactions`.
  */
 import { ErrorCode, WebClient } from "@slack/web-api"
 import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
@@ -24,11 +28,46 @@ export interface SlackIdentity {
   readonly botUserId: string
 }
 
+/** A button under a message; its click is delivered with `action_id` and `value`. */
+export interface SlackButton {
+  readonly action_id: string
+  readonly text: string
+  readonly value: string
+  readonly style?: "primary" | "danger" | undefined
+}
+
+const SECTION_LIMIT = 3000
+/** Slack's limit is 50 blocks; the last is the buttons'. */
+const MAX_SECTIONS = 49
+
+/** The Block Kit form of a message with buttons. */
+export const blocksOf = (text: string, buttons: ReadonlyArray<SlackButton>) => {
+  const sections: Array<string> = []
+  for (let at = 0; at < text.length && sections.length < MAX_SECTIONS; at += SECTION_LIMIT) {
+    sections.push(text.slice(at, at + SECTION_LIMIT))
+  }
+  return [
+    ...sections.map((part) => ({ type: "section" as const, text: { type: "mrkdwn" as const, text: part } })),
+    {
+      type: "actions" as const,
+      elements: buttons.map((button) => ({
+        type: "button" as const,
+        action_id: button.action_id,
+        text: { type: "plain_text" as const, text: button.text.slice(0, 75) },
+        value: button.value,
+        ...(button.style === undefined ? {} : { style: button.style })
+      }))
+    }
+  ]
+}
+
 export interface SlackPost {
   readonly channel: string
   /** The thread's parent `ts`; absent, the message starts a thread of its own. */
   readonly threadTs?: string | undefined
   readonly text: string
+  /** Buttons under the text; none when empty or absent. */
+  readonly buttons?: ReadonlyArray<SlackButton> | undefined
   /** The effect's idempotency key, carried in the message metadata. */
   readonly key: string
 }
@@ -150,6 +189,9 @@ export class SlackChat extends Context.Service<
             client.chat.postMessage({
               channel: message.channel,
               text: message.text,
+              ...(message.buttons === undefined || message.buttons.length === 0
+                ? {}
+                : { blocks: blocksOf(message.text, message.buttons) }),
               ...(message.threadTs === undefined ? {} : { thread_ts: message.threadTs }),
               metadata: { event_type: EFFECT_METADATA_TYPE, event_payload: { key: message.key } }
             })

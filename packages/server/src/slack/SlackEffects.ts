@@ -16,6 +16,17 @@ export const SlackMessage = Schema.Struct({
   channel: Schema.String,
   thread_ts: Schema.optional(Schema.String),
   text: Schema.String,
+  /** Buttons under the text (a plan's Approve and Reject); a click comes back as an interaction. */
+  buttons: Schema.optional(
+    Schema.Array(
+      Schema.Struct({
+        action_id: Schema.String,
+        text: Schema.String,
+        value: Schema.String,
+        style: Schema.optional(Schema.Literals(["primary", "danger"]))
+      })
+    )
+  ),
   idempotency_key: Schema.String
 })
 export type SlackMessage = typeof SlackMessage.Type
@@ -37,7 +48,7 @@ export const makeSlackEffectHandlers = Effect.gen(function* () {
           const existing = attempted ? yield* slack.findPosted(message.organization_id, where) : Option.none()
           const ts = Option.isSome(existing)
             ? existing.value
-            : yield* slack.post(message.organization_id, { ...where, text: message.text })
+            : yield* slack.post(message.organization_id, { ...where, text: message.text, buttons: message.buttons })
           return { channel: message.channel, ts }
         })
     })

@@ -14,6 +14,11 @@
  * - Bosun's own and other bots' messages, edits and deletions (subtypes), and messages not
  *   addressed to Bosun are recorded as ignored, with why.
  *
+ * - A click on a plan's Approve or Reject button (a `block_actions` delivery from
+ *   `/slack/interactions`) is that action on the work item its value names — only when the button
+ *   sits in that item's own thread — applied and audited as the same reply would be
+ *   (`FollowUps.planAction`), and said in the thread (who approved or rejected).
+ *
  * Every channel an event comes from is recorded (ChatChannelsRepo.observe), so passive listening
  * can be switched on for it. Each delivery is applied once (`ProcessDelivery`).
  */
@@ -21,6 +26,7 @@ import { wakeScheduler } from "@bosun/actors/scheduler/SchedulerEntity"
 import { Effect, Option, Schema } from "effect"
 import { Sharding } from "effect/cluster"
 import { SqlClient } from "effect/sql"
+import { SLACK_BLOCK_ACTIONS } from "../http/SlackEventsHttp.ts"
 import { processDeliveryOnce } from "../inbox/ProcessDelivery.ts"
 import { ChatChannelsRepo } from "../persistence/ChatChannelsRepo.ts"
 import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
@@ -28,7 +34,9 @@ import { SlackConnectionsRepo } from "../persistence/SlackConnectionsRepo.ts"
 import { SlackDeliveriesRepo } from "../persistence/SlackDeliveriesRepo.ts"
 import type { WebhookDelivery } from "../persistence/WebhookDeliveries.ts"
 import { WorkItemsRepo } from "../persistence/WorkItemsRepo.ts"
+import { Outbox } from "../storage/Outbox.ts"
 import { makeFollowUps } from "../work/FollowUps.ts"
+import { PLAN_BUTTON_ACTIONS, replyEffect } from "../work/WorkItemReplies.ts"
 import { enqueueIntake } from "../workflows/WorkItemIntakeWorkflow.ts"
 
 const MessageEvent = Schema.Struct({
@@ -44,6 +52,15 @@ const MessageEvent = Schema.Struct({
 })
 
 const EventCallback = Schema.Struct({ team_id: Schema.String, event: MessageEvent })
+
+/** The fields of a `block_actions` interaction Bosun reads. */
+const BlockActions = Schema.Struct({
+  team: Schema.Struct({ id: Schema.String }),
+  user: Schema.Struct({ id: Schema.String }),
+  channel: Schema.Struct({ id: Schema.String }),
+  message: Schema.Struct({ ts: Schema.String, thread_ts: Schema.optional(Schema.String) }),
+  actions: Schema.Array(Schema.Struct({ action_id: Schema.String, value: Schema.optional(Schema.String) }))
+})
 
 const SUMMARY_LIMIT = 4000
 const MENTION = /<@[A-Z0-9]+(?:\|[^>]*)?>/g
@@ -66,10 +83,47 @@ export const makeSlackInboxHandler = Effect.gen(function* () {
   const workItems = yield* WorkItemsRepo
   const repositories = yield* RepositoriesRepo
   const sql = yield* SqlClient.SqlClient
-  const followUp = yield* makeFollowUps
+  const { followUp, planAction } = yield* makeFollowUps
+  const outbox = yield* Outbox
+
+  const applyClick = (delivery: WebhookDelivery) =>
+    Effect.gen(function* () {
+      const decoded = yield* Effect.result(Schema.decodeUnknownEffect(BlockActions)(delivery.payload))
+      if (decoded._tag === "Failure") return `the payload is not a button click: ${decoded.failure.message}`
+      const click = decoded.success
+      const button = click.actions.find((action) => Object.hasOwn(PLAN_BUTTON_ACTIONS, action.action_id))
+      const action = button === undefined ? undefined : PLAN_BUTTON_ACTIONS[button.action_id]
+      if (button?.value === undefined || action === undefined) return "no Approve or Reject button was clicked"
+      const sessionKey = `slack:${click.team.id}:${click.channel.id}:${click.message.thread_ts ?? click.message.ts}`
+      const [item] = yield* sql<{ id: string }>`
+        SELECT id FROM work_items
+        WHERE organization_id = ${delivery.organizationId} AND id = ${button.value} AND session_key = ${sessionKey}`.pipe(
+        Effect.orDie
+      )
+      if (item === undefined) return "the button does not belong to a work item of its thread"
+      const skipped = yield* planAction(
+        delivery.organizationId,
+        { id: item.id, sessionKey },
+        action,
+        `slack:${click.team.id}:${click.user.id}`
+      )
+      if (skipped !== null) return skipped
+      const said =
+        action === "APPROVE"
+          ? `<@${click.user.id}> approved the plan. Bosun is making the change and will post the pull request here.`
+          : `<@${click.user.id}> rejected the plan; nothing will be changed.`
+      const reply = replyEffect(delivery.organizationId, sessionKey, said, `work_item.button:${delivery.deliveryId}`)
+      if (Option.isSome(reply)) {
+        yield* outbox
+          .write("bosun-effects", reply.value.kind, reply.value.payload)
+          .pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
+      }
+      return null
+    })
 
   const apply = (delivery: WebhookDelivery) =>
     Effect.gen(function* () {
+      if (delivery.event === SLACK_BLOCK_ACTIONS) return yield* applyClick(delivery)
       const connection = yield* connections.find(delivery.organizationId)
       if (Option.isNone(connection)) return "the organization is no longer connected to Slack"
       const decoded = yield* Effect.result(Schema.decodeUnknownEffect(EventCallback)(delivery.payload))

@@ -6,11 +6,31 @@
  * the issue for `linear:{issue id}`, `github.pr_comment` (GitHub's issue comments) on the issue
  * for `github:{owner}/{name}:{number}`. An item with no such session (made through the API) has
  * nowhere to reply: none.
+ *
+ * A plan waiting for approval carries Approve and Reject buttons where the provider has them
+ * (Slack); their clicks come back as interactions (`PLAN_BUTTON_ACTIONS`) and act as the same
+ * replies would.
  */
 import { Option } from "effect"
 import { GITHUB_PR_COMMENT } from "../github/GithubEffects.ts"
 import { LINEAR_COMMENT, type LinearComment } from "../linear/LinearEffects.ts"
+import type { SlackButton } from "../providers/SlackChat.ts"
 import { SLACK_MESSAGE, type SlackMessage } from "../slack/SlackEffects.ts"
+
+/** The `action_id` of a plan's buttons and the work-item action each stands for. */
+export const PLAN_BUTTON_ACTIONS: Readonly<Record<string, "APPROVE" | "REJECT">> = {
+  "work_item.approve": "APPROVE",
+  "work_item.reject": "REJECT"
+}
+
+/** The buttons under a plan in Slack; their value is the work item's id. */
+export const planButtons = (workItemId: string): ReadonlyArray<SlackButton> => [
+  { action_id: "work_item.approve", text: "Approve", value: workItemId, style: "primary" },
+  { action_id: "work_item.reject", text: "Reject", value: workItemId, style: "danger" }
+]
+
+/** Whether replies in the session go to Slack (where a plan gets buttons). */
+export const isSlackSession = (sessionKey: string | null) => sessionKey !== null && SLACK_SESSION.test(sessionKey)
 
 interface GithubComment {
   readonly organization_id: string
@@ -35,7 +55,9 @@ export const replyEffect = (
   organizationId: string,
   sessionKey: string | null,
   text: string,
-  key: string
+  key: string,
+  /** Shown under the text where the provider has buttons (Slack); ignored elsewhere. */
+  buttons?: ReadonlyArray<SlackButton>
 ): Option.Option<ReplyEffect> => {
   const slack = sessionKey === null ? null : SLACK_SESSION.exec(sessionKey)
   if (slack !== null) {
@@ -46,6 +68,7 @@ export const replyEffect = (
         channel: slack[2] as string,
         thread_ts: slack[3] as string,
         text,
+        ...(buttons === undefined || buttons.length === 0 ? {} : { buttons }),
         idempotency_key: key
       }
     })

@@ -27,7 +27,7 @@ import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
 import { type WorkItemForRun, WorkItemsRepo } from "../persistence/WorkItemsRepo.ts"
 import { Outbox } from "../storage/Outbox.ts"
 import { INTAKE_INSTRUCTIONS, intakePrompt } from "../work/IntakeInstructions.ts"
-import { replyEffect } from "../work/WorkItemReplies.ts"
+import { isSlackSession, planButtons, replyEffect } from "../work/WorkItemReplies.ts"
 import { CHECKOUT, fail, fullName, makeWorkItemRunSetup, workItemAttempt } from "../work/WorkItemRunSetup.ts"
 
 export const WORK_ITEM_INTAKE = "work_item_intake"
@@ -99,7 +99,9 @@ export const workItemIntakeWorkflow = Effect.gen(function* () {
           text: [
             `**Plan for ${fullName(repository)}: ${output.title}**`,
             output.plan,
-            `Nothing is changed until someone approves: APPROVE work item ${found.item.id} in the Bosun dashboard (or \`POST .../work-items/${found.item.id}/actions {"action":"APPROVE"}\`) and Bosun opens the pull request.`
+            `Nothing is changed until someone approves: ${
+              isSlackSession(found.sessionKey) ? "press Approve below, " : ""
+            }reply \`approve\` here, or APPROVE work item ${found.item.id} in the Bosun dashboard (\`POST .../work-items/${found.item.id}/actions {"action":"APPROVE"}\`); then Bosun opens the pull request.`
           ].join("\n\n"),
           details: {
             primaryRepositoryId: repository.id,
@@ -152,7 +154,13 @@ export const workItemIntakeWorkflow = Effect.gen(function* () {
         )
         const known = (yield* repositories.list(run.organizationId)).filter((repository) => repository.available)
         const decided = decide(found, output, known)
-        const reply = replyEffect(run.organizationId, found.sessionKey, decided.text, `work_item.intake:${run.runId}`)
+        const reply = replyEffect(
+          run.organizationId,
+          found.sessionKey,
+          decided.text,
+          `work_item.intake:${run.runId}`,
+          decided.decision === "CHANGE" ? planButtons(found.item.id) : undefined
+        )
         yield* outbox
           .transaction(
             Effect.gen(function* () {

@@ -230,8 +230,19 @@ layer(Server, { excludeTestServices: true, timeout: Duration.minutes(5) })(
             eventually(botRepliesIn(thread), (replies) => replies.length >= 1, Duration.seconds(120))
           )
           assert.include(plans[0]?.text ?? "", "**Plan for acme/api: Add a health check**")
+          assert.include(plans[0]?.text ?? "", "press Approve below, reply `approve` here")
+          // The plan carries its Approve and Reject buttons (Block Kit), valued with the item's id.
+          const buttons = (plans[0]?.blocks ?? []).at(-1) as
+            | { type: string; elements: ReadonlyArray<{ action_id: string; value: string }> }
+            | undefined
+          assert.strictEqual(buttons?.type, "actions")
+          assert.deepStrictEqual(
+            buttons?.elements.map((element) => element.action_id),
+            ["work_item.approve", "work_item.reject"]
+          )
           const [row] = yield* sql<{ id: string }>`SELECT id FROM work_items WHERE organization_id = ${ORG}`
           const id = row?.id ?? ""
+          assert.strictEqual(buttons?.elements[0]?.value, id)
           const waiting = yield* itemState(cookie, id)
           assert.deepStrictEqual([waiting.state, waiting.waiting_reason], ["WAITING", "APPROVAL"])
 
