@@ -97,6 +97,8 @@ export const ErrorCodes = {
   invalidCursor: "invalid_cursor",
   actionNotAvailable: "action_not_available",
   suggestionAlreadyDecided: "suggestion_already_decided",
+  /** The deep-scan finding was accepted or rejected already (409). */
+  findingAlreadyDecided: "finding_already_decided",
   /** No `BOSUN_COMPOSIO_API_KEY` is configured (503). */
   composioUnconfigured: "composio_unconfigured",
   /** Composio refused the configured API key (503: the operator must fix it). */

@@ -34,9 +34,13 @@ export const DeepScan = Schema.Struct({
   repository: Schema.Struct({ id: Schema.String, name: Schema.String, owner: Schema.String }),
   risk_level: Schema.NullOr(RiskLevel),
   run_id: Schema.String,
+  /** What the scan did not cover (why it is PARTIAL), with why. */
+  skipped: Schema.Array(Schema.Struct({ path: Schema.String, reason: Schema.String })),
   started_at: Text,
   status: WorkflowRunStatus,
-  summary: Text
+  summary: Text,
+  /** Findings the repository's suppressions (earlier rejections) held back. */
+  suppressed_count: Schema.Int
 })
 export type DeepScan = typeof DeepScan.Type
 

@@ -33,6 +33,7 @@ import { ComposioConnectionsRepo } from "./persistence/ComposioConnectionsRepo.t
 import { ConfigurationRepo } from "./persistence/ConfigurationRepo.ts"
 import { ContextSuggestionsRepo } from "./persistence/ContextSuggestionsRepo.ts"
 import { DatabaseLive } from "./persistence/Database.ts"
+import { DeepScanFindingsRepo } from "./persistence/DeepScanFindingsRepo.ts"
 import { DeepScansRepo } from "./persistence/DeepScansRepo.ts"
 import { GithubAppsRepo } from "./persistence/GithubAppsRepo.ts"
 import { GithubDeliveriesRepo } from "./persistence/GithubDeliveriesRepo.ts"
@@ -123,6 +124,7 @@ export const appServices = (options: { readonly rotationWorker: boolean }) =>
         AgentConnectionsRepo.layer,
         ComposioConnectionsRepo.layer,
         DeepScansRepo.layer,
+        DeepScanFindingsRepo.layer,
         Composio.layer
       )
     ),

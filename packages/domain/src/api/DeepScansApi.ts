@@ -3,11 +3,17 @@
  * `POST /api/v1/organizations/{organization_id}/deep-scans {repository_id}` (spec: Organization
  * endpoints). The list is newest first, `page_size` 1..100 (default 20). A launch answers 202
  * with the scan's id: the scan runs later, as a workflow run of type `deep_scan`.
+ *
+ * Triage (issue 10): `GET .../deep-scans/{id}/findings` lists a scan's findings worst first, with
+ * their verification and proof; `POST .../findings/{finding_id}/decision` accepts or rejects a
+ * pending one (a rejection names its reason and suppresses the finding's fingerprint in the
+ * repository's later scans); deciding twice is a 409 `finding_already_decided`.
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
 import { BadGateway, BadRequest, Conflict, NotFound } from "../ApiError.ts"
 import { DeepScan, DeepScanLaunch } from "../DeepScan.ts"
+import { DeepScanFinding, FindingDecisionInput } from "../DeepScanRun.ts"
 import { PathId } from "../Ids.ts"
 import { PageSize } from "../PullRequest.ts"
 import { SessionAuth } from "./Auth.ts"
@@ -25,6 +31,21 @@ export class DeepScansApi extends HttpApiGroup.make("deepScans")
       success: Schema.Struct({ data: DeepScan }),
       error: NotFound
     }),
+    HttpApiEndpoint.get("findings", "/organizations/:organization_id/deep-scans/:deep_scan_id/findings", {
+      params: { organization_id: PathId, deep_scan_id: PathId },
+      success: Schema.Struct({ data: Schema.Array(DeepScanFinding) }),
+      error: NotFound
+    }),
+    HttpApiEndpoint.post(
+      "decideFinding",
+      "/organizations/:organization_id/deep-scans/:deep_scan_id/findings/:finding_id/decision",
+      {
+        params: { organization_id: PathId, deep_scan_id: PathId, finding_id: PathId },
+        payload: FindingDecisionInput,
+        success: Schema.Struct({ data: DeepScanFinding }),
+        error: [NotFound, BadRequest, Conflict]
+      }
+    ),
     HttpApiEndpoint.post("launch", "/organizations/:organization_id/deep-scans", {
       params: { organization_id: PathId },
       payload: DeepScanLaunch,

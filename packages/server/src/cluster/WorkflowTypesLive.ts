@@ -6,6 +6,7 @@
 import { type WorkflowType, WorkflowTypes } from "@bosun/actors/attempt/AttemptPorts"
 import { Effect, Layer } from "effect"
 import { catalogDiscoveryWorkflow } from "../workflows/CatalogDiscoveryWorkflow.ts"
+import { deepScanWorkflow } from "../workflows/DeepScanWorkflow.ts"
 import { reviewWorkflow } from "../workflows/ReviewWorkflow.ts"
 import { workItemImplementWorkflow } from "../workflows/WorkItemImplementWorkflow.ts"
 import { workItemIntakeWorkflow } from "../workflows/WorkItemIntakeWorkflow.ts"
@@ -15,8 +16,14 @@ const registry = (types: Readonly<Record<string, WorkflowType>>) =>
 
 /** Production's workflow types, built with the services they need (repositories, clients). */
 export const productionWorkflowTypes = Effect.map(
-  Effect.all([catalogDiscoveryWorkflow, reviewWorkflow, workItemIntakeWorkflow, workItemImplementWorkflow]),
-  ([catalog, review, intake, implement]) => ({ ...catalog, ...review, ...intake, ...implement })
+  Effect.all([
+    catalogDiscoveryWorkflow,
+    reviewWorkflow,
+    workItemIntakeWorkflow,
+    workItemImplementWorkflow,
+    deepScanWorkflow
+  ]),
+  ([catalog, review, intake, implement, deepScan]) => ({ ...catalog, ...review, ...intake, ...implement, ...deepScan })
 )
 
 /** The given types (built with what they need), registered; tests add theirs to production's this way. */

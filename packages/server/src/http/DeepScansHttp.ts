@@ -4,6 +4,9 @@
  * the organization's App, for the head of the repository's default branch and pins the scan to
  * it; a second launch at the same head while the first has not finished answers the first's id
  * rather than paying for the same audit twice. Launches are audited.
+ *
+ * Findings (issue 10): any member may list them and decide a pending one; a decision is audited
+ * (`deep_scan.finding.accept` / `.reject`, with the reason code) and answered with the finding.
  */
 import {
   BadGateway,
@@ -16,6 +19,7 @@ import {
 } from "@bosun/domain"
 import { Effect, Option } from "effect"
 import { AuditLog } from "../persistence/AuditLog.ts"
+import { DeepScanFindingsRepo } from "../persistence/DeepScanFindingsRepo.ts"
 import { DeepScansRepo } from "../persistence/DeepScansRepo.ts"
 import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
 import { GitHubApp, type GitHubAppError } from "../providers/GitHubApp.ts"
@@ -48,7 +52,45 @@ export const DeepScansHttp = group(
     const repositories = yield* RepositoriesRepo
     const github = yield* GitHubApp
     const audit = yield* AuditLog
+    const findings = yield* DeepScanFindingsRepo
     return handlers
+      .handle("findings", ({ params }) =>
+        Effect.gen(function* () {
+          yield* access.member(params.organization_id)
+          const scan = yield* scans.find(params.organization_id, params.deep_scan_id)
+          if (Option.isNone(scan)) return yield* scanNotFound
+          return { data: yield* findings.list(params.organization_id, params.deep_scan_id) }
+        })
+      )
+      .handle("decideFinding", ({ params, payload }) =>
+        Effect.gen(function* () {
+          yield* access.member(params.organization_id)
+          const user = yield* CurrentUser
+          // The decision and its audit row commit together; nothing is audited when nothing was decided.
+          const decided = yield* audit.audited(
+            Effect.map(
+              findings.decide(params.organization_id, params.deep_scan_id, params.finding_id, payload, user.userId),
+              (outcome) => (outcome._tag === "Decided" ? Option.some(outcome.finding) : Option.none())
+            ),
+            () => ({
+              organizationId: params.organization_id,
+              actor: { kind: "user", userId: user.userId },
+              action: `deep_scan.finding.${payload.decision}`,
+              target: `deep_scan_finding:${params.finding_id}`,
+              details: { deep_scan_id: params.deep_scan_id, reason: payload.reason ?? null }
+            })
+          )
+          if (Option.isSome(decided)) return { data: decided.value }
+          const current = yield* findings.decisionOf(params.organization_id, params.deep_scan_id, params.finding_id)
+          if (Option.isNone(current)) {
+            return yield* NotFound.fromCode(ErrorCodes.notFound, "No finding has this id in this deep scan")
+          }
+          return yield* Conflict.fromCode(
+            ErrorCodes.findingAlreadyDecided,
+            `The finding was ${current.value.toLowerCase()} already`
+          )
+        })
+      )
       .handle("list", ({ params, query }) =>
         Effect.gen(function* () {
           yield* access.member(params.organization_id)

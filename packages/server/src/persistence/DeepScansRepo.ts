@@ -1,9 +1,11 @@
 /**
- * Deep scans (spec: Resources "Deep scan"). A scan and its workflow run (type `deep_scan`,
- * status QUEUED) are written by one statement, so neither exists without the other; reads join
- * the run for the status, timing, model and error, and the repository for its name. Every query
- * filters by organization.
+ * Deep scans (spec: Resources "Deep scan"). A scan, its workflow run (type `deep_scan`, status
+ * QUEUED, AGENT lane) and the run's job are written in one transaction, so none exists without
+ * the others; the repository's scans share the session `deep-scan:{repository}`, so they run one
+ * at a time, in order. Reads join the run for the status, timing, model and error, and the
+ * repository for its name. Every query filters by organization.
  */
+import { enqueueRun } from "@bosun/actors/jobs/RunQueue"
 import type { DeepScan } from "@bosun/domain"
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
@@ -23,6 +25,8 @@ interface DeepScanRow {
   readonly pending_count: number
   readonly rejected_count: number
   readonly summary: string | null
+  readonly coverage_skipped: ReadonlyArray<{ readonly path: string; readonly reason: string }>
+  readonly suppressed_count: number
   readonly fix_work_item_id: string | null
   readonly status: DeepScan["status"]
   readonly model: string | null
@@ -50,10 +54,22 @@ const toDeepScan = (row: DeepScanRow): DeepScan => ({
   repository: { id: row.repository_id, name: row.repository_name, owner: row.repository_owner },
   risk_level: row.risk_level,
   run_id: row.run_id,
+  skipped: row.coverage_skipped,
   started_at: iso(row.started_at),
   status: row.status,
-  summary: row.summary
+  summary: row.summary,
+  suppressed_count: row.suppressed_count
 })
+
+export const DEEP_SCAN = "deep_scan"
+
+/** What a deep scan's run needs to know about its scan. */
+export interface DeepScanForRun {
+  readonly id: string
+  readonly repositoryId: string
+  readonly defaultBranch: string
+  readonly headSha: string
+}
 
 export interface DeepScanLaunch {
   readonly repositoryId: string
@@ -82,6 +98,8 @@ export class DeepScansRepo extends Context.Service<
     ) => Effect.Effect<Option.Option<{ readonly id: string }>>
     /** Writes the scan and its queued run (the scheduler picks it up); returns the scan's id. */
     readonly create: (organizationId: string, launch: DeepScanLaunch) => Effect.Effect<{ readonly id: string }>
+    /** The scan whose run `runId` is. */
+    readonly forRun: (organizationId: string, runId: string) => Effect.Effect<Option.Option<DeepScanForRun>>
   }
 >()("bosun/server/persistence/DeepScansRepo") {
   static readonly layer = Layer.effect(
@@ -91,7 +109,7 @@ export class DeepScansRepo extends Context.Service<
       const select = sql.literal(`
         SELECT s.id, s.run_id, s.repository_id, r.name AS repository_name, r.owner AS repository_owner,
                s.head_sha, s.completion_status, s.finding_count, s.risk_level, s.accepted_count,
-               s.pending_count, s.rejected_count, s.summary, s.fix_work_item_id, w.status, w.model,
+               s.pending_count, s.rejected_count, s.summary, s.coverage_skipped, s.suppressed_count, s.fix_work_item_id, w.status, w.model,
                w.provider, w.error_code, w.error_message, s.created_at, w.started_at, w.finished_at
         FROM deep_scans s
         JOIN workflow_runs w ON w.id = s.run_id AND w.organization_id = s.organization_id
@@ -123,26 +141,44 @@ export class DeepScansRepo extends Context.Service<
           return Option.fromNullishOr(row)
         }),
         create: Effect.fn("DeepScansRepo.create")(function* (organizationId, launch) {
-          const input = JSON.stringify({
-            repository_id: launch.repositoryId,
-            default_branch: launch.defaultBranch,
-            head_sha: launch.headSha,
-            egress_tier: "DEEP_SCAN"
-          })
-          const [row] = yield* sql<{ id: string }>`
-            WITH run AS (
-              INSERT INTO workflow_runs (organization_id, repository_id, workflow_type, status, head_sha, input_snapshot)
-              VALUES (${organizationId}, ${launch.repositoryId}, 'deep_scan', 'QUEUED', ${launch.headSha},
-                      ${input}::jsonb)
-              RETURNING id
+          return yield* sql
+            .withTransaction(
+              Effect.gen(function* () {
+                const queued = yield* enqueueRun({
+                  organizationId,
+                  repositoryId: launch.repositoryId,
+                  workflowType: DEEP_SCAN,
+                  lane: "AGENT",
+                  sessionKey: `deep-scan:${launch.repositoryId}`,
+                  headSha: launch.headSha,
+                  inputSnapshot: {
+                    repository_id: launch.repositoryId,
+                    default_branch: launch.defaultBranch,
+                    head_sha: launch.headSha,
+                    egress_tier: "DEEP_SCAN"
+                  }
+                })
+                const [row] = yield* sql<{ id: string }>`
+                INSERT INTO deep_scans (organization_id, repository_id, run_id, default_branch, head_sha, requested_by)
+                VALUES (${organizationId}, ${launch.repositoryId}, ${queued.runId}, ${launch.defaultBranch},
+                        ${launch.headSha}, ${launch.requestedBy})
+                RETURNING id`
+                if (row === undefined) return yield* Effect.die(new Error("deep scan insert returned no row"))
+                return { id: row.id }
+              })
             )
-            INSERT INTO deep_scans (organization_id, repository_id, run_id, default_branch, head_sha, requested_by)
-            SELECT ${organizationId}, ${launch.repositoryId}, run.id, ${launch.defaultBranch}, ${launch.headSha},
-                   ${launch.requestedBy}
-            FROM run
-            RETURNING id`.pipe(Effect.orDie)
-          if (row === undefined) return yield* Effect.die(new Error("deep scan insert returned no row"))
-          return { id: row.id }
+            .pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
+        }),
+        forRun: Effect.fn("DeepScansRepo.forRun")(function* (organizationId, runId) {
+          const [row] = yield* sql<{ id: string; repository_id: string; default_branch: string; head_sha: string }>`
+            SELECT id, repository_id, default_branch, head_sha FROM deep_scans
+            WHERE organization_id = ${organizationId} AND run_id = ${runId}`.pipe(Effect.orDie)
+          return Option.map(Option.fromNullishOr(row), (found) => ({
+            id: found.id,
+            repositoryId: found.repository_id,
+            defaultBranch: found.default_branch,
+            headSha: found.head_sha
+          }))
         })
       })
     })

@@ -13,10 +13,14 @@ import { GithubAppsRepo } from "../../src/persistence/GithubAppsRepo.ts"
 import { RepositoriesRepo } from "../../src/persistence/RepositoriesRepo.ts"
 import { Cache } from "../../src/storage/Cache.ts"
 import { errorCode, signIn } from "../support/Identity.ts"
-import { layerTestServer, request } from "../support/TestServer.ts"
+import { layerTestServer, request, testSettings } from "../support/TestServer.ts"
+
+// No AGENT lane: the scans' runs stay QUEUED for the assertions (the e2e test runs them).
+const defaults = testSettings()
+const cluster = { ...defaults.cluster, scheduler: { ...defaults.cluster.scheduler, lanes: { AGENT: 0, REVIEW: 4 } } }
 
 const Server = Layer.unwrap(
-  Effect.map(FakeGithub, (fake) => layerTestServer({ settings: { githubApiUrl: new URL(fake.apiUrl) } }))
+  Effect.map(FakeGithub, (fake) => layerTestServer({ settings: { githubApiUrl: new URL(fake.apiUrl), cluster } }))
 ).pipe(Layer.provideMerge(FakeGithub.layer))
 
 const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 })
@@ -133,9 +137,11 @@ layer(Server, { excludeTestServices: true })("deep scans", (it) => {
           repository: { id: f.repo.id, name: "api", owner: "acme" },
           risk_level: null,
           run_id: runId,
+          skipped: [],
           started_at: null,
           status: "QUEUED",
-          summary: null
+          summary: null,
+          suppressed_count: 0
         })
 
         const single = yield* request(`/api/v1/organizations/org-a/deep-scans/${id}`, {
