@@ -9,6 +9,8 @@ import { FakeGithub } from "@bosun/testing"
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
+import { fingerprintOf } from "../../src/deepscan/FindingVerification.ts"
+import { DeepScanFindingsRepo } from "../../src/persistence/DeepScanFindingsRepo.ts"
 import { GithubAppsRepo } from "../../src/persistence/GithubAppsRepo.ts"
 import { RepositoriesRepo } from "../../src/persistence/RepositoriesRepo.ts"
 import { Cache } from "../../src/storage/Cache.ts"
@@ -97,7 +99,9 @@ const fixture = Effect.gen(function* () {
   return { fake, member, outsider, repo, uninstalled, repoB }
 })
 
-const reset = Effect.flatMap(SqlClient.SqlClient, (sql) => sql`DELETE FROM deep_scans`.pipe(Effect.asVoid))
+const reset = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  Effect.andThen(sql`DELETE FROM deep_scan_suppressions`, sql`DELETE FROM deep_scans`).pipe(Effect.asVoid)
+)
 
 layer(Server, { excludeTestServices: true })("deep scans", (it) => {
   describe("launch", () => {
@@ -346,6 +350,221 @@ layer(Server, { excludeTestServices: true })("deep scans", (it) => {
           const anonymous = yield* request("/api/v1/organizations/org-a/deep-scans")
           assert.strictEqual(anonymous.status, 401)
         })
+    )
+  })
+
+  describe("findings", () => {
+    /** A launched scan of org-a with two recorded findings, as a scan's publish records them. */
+    const scanWithFindings = Effect.gen(function* () {
+      yield* reset
+      const f = yield* fixture
+      const launched = yield* request(
+        "/api/v1/organizations/org-a/deep-scans",
+        post(f.member.cookie, { repository_id: f.repo.id })
+      )
+      const scanId = (launched.json as { data: { id: string } }).data.id
+      const finding = (symbol: string, severity: "HIGH" | "LOW") => ({
+        fingerprint: fingerprintOf(f.repo.id, {
+          cwe: "CWE-22",
+          category: "path_traversal",
+          path: "src/files.js",
+          symbol
+        }),
+        title: `Path traversal in ${symbol}`,
+        severity,
+        category: "path_traversal",
+        cwe: "CWE-22",
+        path: "src/files.js",
+        startLine: 3,
+        endLine: 4,
+        symbol,
+        evidence: [{ path: "src/files.js", line: 3, note: "the name reaches fs.readFile" }],
+        proposedFix: "Resolve the path and check it stays under the root.",
+        verification: severity === "HIGH" ? ("UNVERIFIED" as const) : ("NOT_REQUIRED" as const),
+        verificationReason: severity === "HIGH" ? "No reproduction was attempted" : null,
+        reproduction: null
+      })
+      yield* (yield* DeepScanFindingsRepo).record(
+        "org-a",
+        { id: scanId, repositoryId: f.repo.id },
+        {
+          summary: "Two path traversals.",
+          complete: false,
+          skipped: [{ path: "vendor/", reason: "third-party code" }],
+          suppressedCount: 0,
+          findings: [finding("readUpload", "HIGH"), finding("readAvatar", "LOW")]
+        }
+      )
+      const listed = yield* request(`/api/v1/organizations/org-a/deep-scans/${scanId}/findings`, {
+        headers: { cookie: f.member.cookie }
+      })
+      assert.strictEqual(listed.status, 200, listed.text)
+      const findings = (listed.json as { data: Array<Record<string, unknown>> }).data
+      return { f, scanId, findings }
+    })
+
+    it.effect("a scan's findings are listed worst first, field by field, and the scan's counts follow them", () =>
+      Effect.gen(function* () {
+        const { f, scanId, findings } = yield* scanWithFindings
+        assert.deepStrictEqual(
+          findings.map((finding) => [finding.severity, finding.symbol]),
+          [
+            ["HIGH", "readUpload"],
+            ["LOW", "readAvatar"]
+          ]
+        )
+        const first = findings[0]
+        assert.deepStrictEqual(Object.keys(first ?? {}).sort(), [
+          "category",
+          "created_at",
+          "cwe",
+          "decided_at",
+          "decided_by",
+          "decision",
+          "deep_scan_id",
+          "end_line",
+          "evidence",
+          "fingerprint",
+          "id",
+          "path",
+          "proposed_fix",
+          "reason_code",
+          "reason_note",
+          "severity",
+          "start_line",
+          "symbol",
+          "title",
+          "verification"
+        ])
+        assert.deepStrictEqual(first?.verification, {
+          status: "UNVERIFIED",
+          reason: "No reproduction was attempted",
+          reproduction: null
+        })
+        assert.deepStrictEqual(
+          [first?.deep_scan_id, first?.decision, first?.reason_code, first?.decided_by, first?.decided_at],
+          [scanId, "PENDING", null, null, null]
+        )
+        const scan = yield* request(`/api/v1/organizations/org-a/deep-scans/${scanId}`, {
+          headers: { cookie: f.member.cookie }
+        })
+        const data = (scan.json as { data: Record<string, unknown> }).data
+        assert.deepStrictEqual(
+          [data.finding_count, data.risk_level, data.completion_status, data.decision_counts, data.skipped],
+          [
+            2,
+            "HIGH",
+            "PARTIAL",
+            { accepted: 0, pending: 2, rejected: 0 },
+            [{ path: "vendor/", reason: "third-party code" }]
+          ]
+        )
+      })
+    )
+
+    it.effect("accepting and rejecting are recorded once and audited; a rejection lowers the risk and suppresses", () =>
+      Effect.gen(function* () {
+        const { f, scanId, findings } = yield* scanWithFindings
+        const decide = (id: unknown, body: unknown) =>
+          request(
+            `/api/v1/organizations/org-a/deep-scans/${scanId}/findings/${String(id)}/decision`,
+            post(f.member.cookie, body)
+          )
+        const high = findings[0]
+        const low = findings[1]
+        const rejected = yield* decide(high?.id, {
+          decision: "reject",
+          reason: "accepted_risk",
+          note: "Admin-only route."
+        })
+        assert.strictEqual(rejected.status, 200, rejected.text)
+        const decided = (rejected.json as { data: Record<string, unknown> }).data
+        assert.deepStrictEqual(
+          [decided.decision, decided.reason_code, decided.reason_note, decided.decided_by],
+          ["REJECTED", "accepted_risk", "Admin-only route.", f.member.userId]
+        )
+        assert.match(String(decided.decided_at), /^\d{4}-\d\d-\d\dT/)
+        const twice = yield* decide(high?.id, { decision: "accept" })
+        assert.deepStrictEqual([twice.status, errorCode(twice.json)], [409, "finding_already_decided"])
+        assert.include(twice.text, "rejected already")
+        const accepted = yield* decide(low?.id, { decision: "accept" })
+        assert.strictEqual(accepted.status, 200, accepted.text)
+
+        const scan = yield* request(`/api/v1/organizations/org-a/deep-scans/${scanId}`, {
+          headers: { cookie: f.member.cookie }
+        })
+        const data = (scan.json as { data: Record<string, unknown> }).data
+        assert.deepStrictEqual(
+          [data.risk_level, data.decision_counts],
+          ["LOW", { accepted: 1, pending: 0, rejected: 1 }]
+        )
+        const sql = yield* SqlClient.SqlClient
+        const suppressions = yield* sql<{ fingerprint: string; reason_code: string }>`
+          SELECT fingerprint, reason_code FROM deep_scan_suppressions WHERE organization_id = 'org-a'`
+        assert.deepStrictEqual(suppressions, [{ fingerprint: String(high?.fingerprint), reason_code: "accepted_risk" }])
+        const audits = yield* sql<{ action: string; target: string }>`
+          SELECT action, target FROM audit_events
+          WHERE organization_id = 'org-a' AND action LIKE 'deep_scan.finding.%' ORDER BY id`
+        assert.deepStrictEqual(audits, [
+          { action: "deep_scan.finding.reject", target: `deep_scan_finding:${String(high?.id)}` },
+          { action: "deep_scan.finding.accept", target: `deep_scan_finding:${String(low?.id)}` }
+        ])
+      })
+    )
+
+    it.effect("bad decisions are 400, other organizations' and missing findings 404, no session 401; none writes", () =>
+      Effect.gen(function* () {
+        const { f, scanId, findings } = yield* scanWithFindings
+        const id = String(findings[0]?.id)
+        const path = `/api/v1/organizations/org-a/deep-scans/${scanId}/findings/${id}/decision`
+        for (const body of [
+          { decision: "reject" },
+          { decision: "accept", reason: "false_positive" },
+          { decision: "reject", reason: "because" },
+          { decision: "maybe" },
+          { decision: "reject", reason: "wont_fix", note: "n".repeat(2_001) },
+          {}
+        ]) {
+          const bad = yield* request(path, post(f.member.cookie, body))
+          assert.deepStrictEqual([bad.status, errorCode(bad.json)], [400, "invalid_body"], JSON.stringify(body))
+        }
+        const missing = yield* request(
+          `/api/v1/organizations/org-a/deep-scans/${scanId}/findings/no-such-finding/decision`,
+          post(f.member.cookie, { decision: "accept" })
+        )
+        assert.deepStrictEqual([missing.status, errorCode(missing.json)], [404, "not_found"])
+        const otherScan = yield* request(
+          `/api/v1/organizations/org-a/deep-scans/no-such-scan/findings/${id}/decision`,
+          post(f.member.cookie, { decision: "accept" })
+        )
+        assert.strictEqual(otherScan.status, 404)
+        const outsider = yield* request(path, post(f.outsider.cookie, { decision: "accept" }))
+        assert.deepStrictEqual([outsider.status, errorCode(outsider.json)], [404, "not_found"])
+        const crossOrg = yield* request(
+          `/api/v1/organizations/org-b/deep-scans/${scanId}/findings/${id}/decision`,
+          post(f.outsider.cookie, { decision: "accept" })
+        )
+        assert.strictEqual(crossOrg.status, 404)
+        const crossList = yield* request(`/api/v1/organizations/org-b/deep-scans/${scanId}/findings`, {
+          headers: { cookie: f.outsider.cookie }
+        })
+        assert.deepStrictEqual([crossList.status, errorCode(crossList.json)], [404, "not_found"])
+        const anonymous = yield* request(path, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ decision: "accept" })
+        })
+        assert.strictEqual(anonymous.status, 401)
+        const anonymousList = yield* request(`/api/v1/organizations/org-a/deep-scans/${scanId}/findings`)
+        assert.strictEqual(anonymousList.status, 401)
+
+        const sql = yield* SqlClient.SqlClient
+        const pending = yield* sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM deep_scan_findings WHERE deep_scan_id = ${scanId} AND decision = 'PENDING'`
+        assert.deepStrictEqual(pending, [{ n: 2 }])
+        const suppressions = yield* sql`SELECT 1 FROM deep_scan_suppressions WHERE organization_id = 'org-a'`
+        assert.strictEqual(suppressions.length, 0)
+      })
     )
   })
 })
