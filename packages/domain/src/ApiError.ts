@@ -99,6 +99,8 @@ export const ErrorCodes = {
   suggestionAlreadyDecided: "suggestion_already_decided",
   /** The deep-scan finding was accepted or rejected already (409). */
   findingAlreadyDecided: "finding_already_decided",
+  /** A deep scan's fix needs at least one accepted finding (409). */
+  noAcceptedFindings: "no_accepted_findings",
   /** No `BOSUN_COMPOSIO_API_KEY` is configured (503). */
   composioUnconfigured: "composio_unconfigured",
   /** Composio refused the configured API key (503: the operator must fix it). */

@@ -8,6 +8,9 @@
  * their verification and proof; `POST .../findings/{finding_id}/decision` accepts or rejects a
  * pending one (a rejection names its reason and suppresses the finding's fingerprint in the
  * repository's later scans); deciding twice is a 409 `finding_already_decided`.
+ * `POST .../deep-scans/{id}/fix` makes the scan's one fix work item from its accepted findings
+ * and queues the run that opens the pull request (202 `{work_item_id, created}`; again: the same
+ * item, `created: false`); a scan with no accepted finding is a 409 `no_accepted_findings`.
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
@@ -46,6 +49,13 @@ export class DeepScansApi extends HttpApiGroup.make("deepScans")
         error: [NotFound, BadRequest, Conflict]
       }
     ),
+    HttpApiEndpoint.post("fix", "/organizations/:organization_id/deep-scans/:deep_scan_id/fix", {
+      params: { organization_id: PathId, deep_scan_id: PathId },
+      success: Schema.Struct({
+        data: Schema.Struct({ work_item_id: Schema.String, created: Schema.Boolean })
+      }).pipe(HttpApiSchema.status(202)),
+      error: [NotFound, Conflict]
+    }),
     HttpApiEndpoint.post("launch", "/organizations/:organization_id/deep-scans", {
       params: { organization_id: PathId },
       payload: DeepScanLaunch,

@@ -7,7 +7,10 @@
  *
  * Findings (issue 10): any member may list them and decide a pending one; a decision is audited
  * (`deep_scan.finding.accept` / `.reject`, with the reason code) and answered with the finding.
+ * A member may ask for the scan's fix work item (`FixWorkItem`), audited as `deep_scan.fix`.
+ * Launches and fixes wake the Scheduler after their commit.
  */
+import { wakeScheduler } from "@bosun/actors/scheduler/SchedulerEntity"
 import {
   BadGateway,
   BosunApi,
@@ -18,6 +21,8 @@ import {
   NotFound
 } from "@bosun/domain"
 import { Effect, Option } from "effect"
+import { Sharding } from "effect/cluster"
+import { makeFixWorkItems } from "../deepscan/FixWorkItem.ts"
 import { AuditLog } from "../persistence/AuditLog.ts"
 import { DeepScanFindingsRepo } from "../persistence/DeepScanFindingsRepo.ts"
 import { DeepScansRepo } from "../persistence/DeepScansRepo.ts"
@@ -53,7 +58,48 @@ export const DeepScansHttp = group(
     const github = yield* GitHubApp
     const audit = yield* AuditLog
     const findings = yield* DeepScanFindingsRepo
+    const createFix = yield* makeFixWorkItems
+    const wake = Effect.provideService(wakeScheduler, Sharding.Sharding, yield* Sharding.Sharding)
     return handlers
+      .handle("fix", ({ params }) =>
+        Effect.gen(function* () {
+          yield* access.member(params.organization_id)
+          const user = yield* CurrentUser
+          const created = yield* audit.audited(
+            Effect.map(createFix(params.organization_id, params.deep_scan_id), Option.some),
+            (outcome) =>
+              outcome._tag === "Created"
+                ? {
+                    organizationId: params.organization_id,
+                    actor: { kind: "user", userId: user.userId },
+                    action: "deep_scan.fix",
+                    target: `deep_scan:${params.deep_scan_id}`,
+                    details: { work_item_id: outcome.workItemId, findings: outcome.findings }
+                  }
+                : undefined
+          )
+          const outcome = Option.getOrThrow(created)
+          switch (outcome._tag) {
+            case "NotFound":
+              return yield* scanNotFound
+            case "NothingAccepted":
+              return yield* Conflict.fromCode(
+                ErrorCodes.noAcceptedFindings,
+                "Accept at least one finding of this scan before asking for its fix"
+              )
+            case "RepositoryUnavailable":
+              return yield* Conflict.fromCode(
+                ErrorCodes.repositoryUnavailable,
+                "The GitHub App no longer reaches this repository"
+              )
+            case "Exists":
+              return { data: { work_item_id: outcome.workItemId, created: false } }
+            case "Created":
+              yield* wake
+              return { data: { work_item_id: outcome.workItemId, created: true } }
+          }
+        })
+      )
       .handle("findings", ({ params }) =>
         Effect.gen(function* () {
           yield* access.member(params.organization_id)
@@ -145,6 +191,7 @@ export const DeepScansHttp = group(
             })
           )
           if (Option.isNone(created)) return yield* Effect.die(new Error("deep scan launch wrote nothing"))
+          yield* wake
           return { data: { id: created.value.id } }
         })
       )

@@ -32,11 +32,12 @@ export class AuditLog extends Context.Service<
     readonly record: (event: AuditEvent) => Effect.Effect<void>
     /**
      * Runs a write that finds its target or not in one transaction with its audit event: the
-     * event is recorded only when the target was found. Database failures are defects.
+     * event is recorded only when the target was found (and `event` names one: an outcome that
+     * changed nothing answers undefined). Database failures are defects.
      */
     readonly audited: <A, E, R>(
       write: Effect.Effect<Option.Option<A>, E, R>,
-      event: (written: A) => AuditEvent
+      event: (written: A) => AuditEvent | undefined
     ) => Effect.Effect<Option.Option<A>, E, R>
   }
 >()("bosun/server/persistence/AuditLog") {
@@ -59,10 +60,16 @@ export class AuditLog extends Context.Service<
       })
       return AuditLog.of({
         record,
-        audited: <A, E, R>(write: Effect.Effect<Option.Option<A>, E, R>, event: (written: A) => AuditEvent) =>
+        audited: <A, E, R>(
+          write: Effect.Effect<Option.Option<A>, E, R>,
+          event: (written: A) => AuditEvent | undefined
+        ) =>
           sql
             .withTransaction(
-              Effect.tap(write, (written) => (Option.isSome(written) ? record(event(written.value)) : Effect.void))
+              Effect.tap(write, (written) => {
+                const happened = Option.isSome(written) ? event(written.value) : undefined
+                return happened === undefined ? Effect.void : record(happened)
+              })
             )
             .pipe(
               Effect.catchIf(

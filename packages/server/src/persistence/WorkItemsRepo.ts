@@ -51,6 +51,8 @@ export interface NewWorkItem {
   readonly waitingReason?: WaitingReason
   /** The thread or ticket it belongs to (`linear:{issue}`...): one work item per session. */
   readonly sessionKey?: string
+  /** A plan decided elsewhere (a deep scan's accepted findings), for an item created ready to implement. */
+  readonly plan?: { readonly repository: string; readonly title: string; readonly plan: string }
 }
 
 /** A work item as its runs see it: with the session it belongs to and its plan, if any. */
@@ -154,11 +156,12 @@ export class WorkItemsRepo extends Context.Service<
       const insert = (organizationId: string, item: NewWorkItem, keepExisting: boolean) =>
         sql<Row>`
           INSERT INTO work_items (organization_id, kind, source, source_url, title, summary, requested_by_login,
-                                  primary_repository_id, state, phase, waiting_reason, session_key)
+                                  primary_repository_id, state, phase, waiting_reason, session_key, plan)
           VALUES (${organizationId}, ${item.kind}, ${item.source}, ${item.sourceUrl ?? null}, ${item.title},
                   ${item.summary ?? null}, ${item.requestedByLogin ?? null}, ${item.primaryRepositoryId ?? null},
                   ${item.state ?? "OPEN"}, ${item.phase ?? "INTAKE"}, ${item.waitingReason ?? null},
-                  ${item.sessionKey ?? null})
+                  ${item.sessionKey ?? null},
+                  ${item.plan === undefined ? null : JSON.stringify(item.plan)}::jsonb)
           ${keepExisting ? sql`ON CONFLICT (organization_id, session_key) WHERE session_key IS NOT NULL DO NOTHING` : sql``}
           RETURNING ${columns}`.pipe(Effect.orDie)
       const find = Effect.fn("WorkItemsRepo.find")(function* (organizationId: string, id: string) {

@@ -1,7 +1,8 @@
 /**
  * A deep scan end to end (issue 10, "Done when": a seeded repository with a planted SQL injection
  * and a planted false positive → one verified HIGH finding and one unverified; rejecting the false
- * positive as false_positive → the next scan does not raise it). A real Bosun launches the scan
+ * positive as false_positive → the next scan does not raise it; accepting the real one → a fix
+ * work item → a pull request). A real Bosun launches the scan
  * through the API; the run goes through the Scheduler to the real runtime process with the real
  * OpenCode CLI and a scripted model, which audits the checkout cloned from the fake GitHub at the
  * pinned head, writes its reproductions in the sandbox and runs them; Bosun judges them against
@@ -125,6 +126,32 @@ const scanTurns: ReadonlyArray<FakeModelTurn> = [
   { type: "text", text: "Audit written.", usage: { input: 2_100, output: 4 } }
 ]
 
+const FIXED = `exports.findUser = (db, id) => db.query("SELECT * FROM users WHERE id = $1", [id])\n`
+
+/** The fix work item's implement run: parameterize the query, describe the change. */
+const fixTurns: ReadonlyArray<FakeModelTurn> = [
+  {
+    type: "tools",
+    calls: [
+      {
+        name: "bash",
+        arguments: {
+          command: [
+            "set -e",
+            `cat > repo/src/users.js <<'JS'\n${FIXED}JS`,
+            `cat > "$BOSUN_OUTPUT_DIR/implement.json" <<'JSON'\n${JSON.stringify({
+              summary: "`findUser` passes the id as a query parameter instead of concatenating it."
+            })}\nJSON`
+          ].join("\n"),
+          description: "Fix the accepted finding"
+        }
+      }
+    ],
+    usage: { input: 1_500, output: 200 }
+  },
+  { type: "text", text: "Fixed.", usage: { input: 1_600, output: 2 } }
+]
+
 class TestRepository extends Context.Service<TestRepository, GitRepository>()("test/DeepScanRepository") {}
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "bosun-deep-scan-"))
@@ -149,7 +176,7 @@ const Server = Layer.unwrap(
 ).pipe(
   Layer.provideMerge(layerRepository),
   Layer.provideMerge(layerTestRuntime("bosun-deep-scan")),
-  Layer.provideMerge(FakeModelServer.layer({ turns: [...scanTurns, ...scanTurns], title: "Scan" })),
+  Layer.provideMerge(FakeModelServer.layer({ turns: [...scanTurns, ...scanTurns, ...fixTurns], title: "Scan" })),
   Layer.provideMerge(FakeGithub.layer)
 )
 
@@ -331,6 +358,60 @@ layer(Server, { excludeTestServices: true, timeout: Duration.minutes(6) })("a de
         assert.deepStrictEqual(
           runs.map((run) => run.egress),
           ["DEEP_SCAN", "DEEP_SCAN"]
+        )
+
+        // Nothing accepted on the first scan: nothing to fix.
+        const nothing = yield* request(
+          `/api/v1/organizations/${ORG}/deep-scans/${first.scan.id}/fix`,
+          json(cookie, "POST")
+        )
+        assert.strictEqual(nothing.status, 409, nothing.text)
+        assert.strictEqual((nothing.json as { error: { code: string } }).error.code, "no_accepted_findings")
+
+        // The real finding accepted: one fix work item, whose run opens the pull request.
+        const accepted = yield* request(
+          `/api/v1/organizations/${ORG}/deep-scans/${second.scan.id}/findings/${second.findings[0]?.id}/decision`,
+          json(cookie, "POST", { decision: "accept" })
+        )
+        assert.strictEqual(accepted.status, 200, accepted.text)
+        const fixed = yield* request(
+          `/api/v1/organizations/${ORG}/deep-scans/${second.scan.id}/fix`,
+          json(cookie, "POST")
+        )
+        assert.strictEqual(fixed.status, 202, fixed.text)
+        const fix = (fixed.json as { data: { work_item_id: string; created: boolean } }).data
+        assert.strictEqual(fix.created, true)
+        const again = yield* request(
+          `/api/v1/organizations/${ORG}/deep-scans/${second.scan.id}/fix`,
+          json(cookie, "POST")
+        )
+        assert.deepStrictEqual((again.json as { data: unknown }).data, {
+          work_item_id: fix.work_item_id,
+          created: false
+        })
+
+        const item = Effect.map(
+          request(`/api/v1/organizations/${ORG}/work-items/${fix.work_item_id}`, json(cookie, "GET")),
+          (response) => (response.json as { data: Record<string, unknown> }).data
+        )
+        const reviewing = yield* Effect.orDie(
+          eventually(item, (found) => found.phase === "REVIEWING" || found.state === "FAILED", Duration.seconds(150))
+        )
+        assert.deepStrictEqual([reviewing.state, reviewing.phase, reviewing.kind], ["IN_PROGRESS", "REVIEWING", "BUG"])
+        assert.strictEqual(reviewing.title, "Fix SQL injection in findUser")
+        const github = yield* FakeGithub
+        const [pull] = github.createdPulls(REPO)
+        assert.isDefined(pull)
+        assert.strictEqual(github.createdPulls(REPO).length, 1)
+        assert.strictEqual(pull?.title, "Fix SQL injection in findUser")
+        assert.include(pull?.body ?? "", "passes the id as a query parameter")
+        assert.include(pull?.body ?? "", "CWE-89")
+        assert.strictEqual(yield* github.fileAt(REPO, pull?.head.ref ?? "", "src/users.js"), FIXED)
+        assert.strictEqual(yield* github.fileAt(REPO, pull?.head.ref ?? "", "src/report.js"), REPORT)
+        const linked = yield* request(`/api/v1/organizations/${ORG}/deep-scans/${second.scan.id}`, json(cookie, "GET"))
+        assert.strictEqual(
+          (linked.json as { data: ScanView & { fix_work_item_id: string } }).data.fix_work_item_id,
+          fix.work_item_id
         )
       })
   )
