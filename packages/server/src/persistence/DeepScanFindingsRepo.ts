@@ -310,10 +310,7 @@ export class DeepScanFindingsRepo extends Context.Service<
         record,
         list,
         decisionOf,
-        decide: (organizationId, deepScanId, findingId, input, userId) =>
-          decide(organizationId, deepScanId, findingId, input, userId).pipe(
-            Effect.map((outcome): DecideOutcome => outcome)
-          )
+        decide
       })
     })
   )

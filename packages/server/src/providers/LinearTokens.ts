@@ -19,7 +19,11 @@ import { Cause, Context, Duration, Effect, Layer, Option, Redacted, Schema } fro
 import type { Sharding } from "effect/cluster"
 import { HttpClient, HttpClientRequest } from "effect/http"
 import { AppConfig } from "../config/AppConfig.ts"
-import { LinearConnectionsRepo, type LinearCredentials } from "../persistence/LinearConnectionsRepo.ts"
+import {
+  LinearConnectionsRepo,
+  type LinearCredentials,
+  type LinearOAuthInput
+} from "../persistence/LinearConnectionsRepo.ts"
 import { ProviderCallError } from "./ProviderCallError.ts"
 
 /** How long before its expiry an access token is renewed: no call should start with a token about to lapse. */
@@ -92,7 +96,7 @@ export class LinearTokens extends Context.Service<
         credentials.oauth.value.expiresAt.getTime() - Duration.toMillis(REFRESH_AHEAD) <= now
 
       /** One call to Linear's token endpoint with the stored grant; answers the new pair. */
-      const exchange = (grant: NonNullable<Option.Option.Value<LinearCredentials["oauth"]>>) =>
+      const exchange = (grant: LinearOAuthInput) =>
         http
           .execute(
             HttpClientRequest.post(tokenUrl).pipe(

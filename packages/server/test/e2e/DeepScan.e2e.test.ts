@@ -8,7 +8,6 @@
  * pinned head, writes its reproductions in the sandbox and runs them; Bosun judges them against
  * the run's own changes.
  */
-import { generateKeyPairSync } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -21,16 +20,13 @@ import {
   makeGitRepository
 } from "@bosun/testing"
 import { assert, layer } from "@effect/vitest"
-import { Context, Duration, Effect, Layer, Redacted } from "effect"
+import { Context, Duration, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { GithubAppsRepo } from "../../src/persistence/GithubAppsRepo.ts"
-import { OrganizationsRepo } from "../../src/persistence/OrganizationsRepo.ts"
 import { connectFakeAgent, layerTestRuntime, runtimeSettings, TestRuntime } from "../support/AgentStack.ts"
-import { APP_ID, deliver as deliverGithub, processed, SECRET } from "../support/GithubDeliveries.ts"
 import { signIn } from "../support/Identity.ts"
+import { deliveries, installApp } from "../support/InstalledApp.ts"
 import { layerTestServer, request } from "../support/TestServer.ts"
 
-const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 })
 const ORG = "deep-scan-e2e"
 const OWNER = { id: 73_001, login: "acme-scan" }
 const INSTALLATION_ID = 83_001
@@ -186,49 +182,25 @@ const json = (cookie: string, method: string, body?: unknown): RequestInit => ({
   ...(body === undefined ? {} : { body: JSON.stringify(body) })
 })
 
-const account = { ...OWNER, type: "Organization" } as const
-
 const setUp = Effect.gen(function* () {
-  const github = yield* FakeGithub
   const repository = yield* TestRepository
-  const sql = yield* SqlClient.SqlClient
   const head = yield* Effect.promise(() =>
     repository.commit("main", { "README.md": "# shop\n", "src/users.js": USERS, "src/report.js": REPORT }, "init")
   )
-  github.addApp({
-    clientId: "Iv1.deep-scan",
-    clientSecret: "deep-scan-secret",
-    appId: APP_ID,
-    publicKey: publicKey.export({ type: "spki", format: "pem" }).toString(),
-    slug: "bosun"
-  })
-  github.addInstallation({ id: INSTALLATION_ID, appId: APP_ID, account, repositories: [REPO] })
-  yield* (yield* OrganizationsRepo).ensure(ORG)
-  yield* sql`UPDATE organizations SET github_account_id = ${OWNER.id} WHERE id = ${ORG}`
-  yield* (yield* GithubAppsRepo).upsert(ORG, {
-    githubAppId: APP_ID,
-    slug: "bosun",
-    clientId: "Iv1.deep-scan",
-    clientSecret: Redacted.make("deep-scan-secret"),
-    privateKey: Redacted.make(privateKey.export({ type: "pkcs8", format: "pem" }).toString()),
-    webhookSecret: Redacted.make(SECRET)
-  })
-  const installed = yield* deliverGithub({
-    id: "deep-scan-installation",
-    event: "installation",
-    body: JSON.stringify({
-      action: "created",
-      installation: { id: INSTALLATION_ID, account, app_id: APP_ID, target_type: "Organization" },
-      repositories: [{ id: GITHUB_REPOSITORY_ID, name: "shop", full_name: REPO, private: true }],
-      sender: { id: 1, login: "octocat" }
-    })
-  })
-  assert.strictEqual(installed.status, 202, installed.text)
-  assert.isNull(yield* processed("deep-scan-installation"))
+  const repositoryId = yield* installApp(
+    {
+      org: ORG,
+      account: OWNER,
+      installationId: INSTALLATION_ID,
+      githubRepositoryId: GITHUB_REPOSITORY_ID,
+      fullName: REPO
+    },
+    { slug: "bosun", clientId: "Iv1.deep-scan" },
+    deliveries("deep-scan").sendNew
+  )
   const admin = yield* signIn("deep-scan-admin", [[ORG, "ADMIN"]])
   yield* connectFakeAgent(ORG, admin.cookie)
-  const [row] = yield* sql<{ id: string }>`SELECT id FROM repositories WHERE organization_id = ${ORG}`
-  return { cookie: admin.cookie, repositoryId: row?.id ?? "", head }
+  return { cookie: admin.cookie, repositoryId, head }
 })
 
 interface ScanView {

@@ -88,7 +88,9 @@ export const installApp = <R>(
       JSON.stringify({
         action: "created",
         installation: { id: t.installationId, account, app_id: APP_ID, target_type: "Organization" },
-        repositories: [{ id: t.githubRepositoryId, name: "api", full_name: t.fullName, private: true }],
+        repositories: [
+          { id: t.githubRepositoryId, name: t.fullName.split("/")[1], full_name: t.fullName, private: true }
+        ],
         sender: { id: 1, login: "octocat" }
       })
     )
