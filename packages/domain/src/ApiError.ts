@@ -94,11 +94,15 @@ export const ErrorCodes = {
   defaultBranchNotFound: "default_branch_not_found",
   repositoryUnavailable: "repository_unavailable",
   memoryNotApproved: "memory_not_approved",
+  /** The memory was approved or rejected already (409). */
+  memoryAlreadyDecided: "memory_already_decided",
   invalidCursor: "invalid_cursor",
   actionNotAvailable: "action_not_available",
   suggestionAlreadyDecided: "suggestion_already_decided",
   /** The deep-scan finding was accepted or rejected already (409). */
   findingAlreadyDecided: "finding_already_decided",
+  /** A deep-scan schedule's cron expression is not five cron fields (400). */
+  invalidCron: "invalid_cron",
   /** A deep scan's fix needs at least one accepted finding (409). */
   noAcceptedFindings: "no_accepted_findings",
   /** No `BOSUN_COMPOSIO_API_KEY` is configured (503). */

@@ -48,3 +48,24 @@ export type DeepScan = typeof DeepScan.Type
 export const DeepScanLaunch = Schema.Struct({ repository_id: PathId })
 
 export const DEFAULT_DEEP_SCAN_PAGE_SIZE = 20
+
+/**
+ * A repository's recurring deep scan (issue 10): a five-field cron expression (minute hour
+ * day-of-month month day-of-week, UTC) the cluster's cron runs on one runner; each occurrence
+ * launches one scan at the default branch's head, as `POST .../deep-scans` does.
+ */
+export const DeepScanScheduleInput = Schema.Struct({
+  cron: Schema.String.check(Schema.isMinLength(9), Schema.isMaxLength(200))
+})
+
+export const DeepScanSchedule = Schema.Struct({
+  repository_id: Schema.String,
+  cron: Schema.String,
+  next_run_at: Schema.String,
+  last_run_at: Schema.NullOr(Schema.String),
+  last_deep_scan_id: Schema.NullOr(Schema.String),
+  last_run_id: Schema.NullOr(Schema.String),
+  last_error: Schema.NullOr(Schema.String),
+  updated_at: Schema.String
+})
+export type DeepScanSchedule = typeof DeepScanSchedule.Type

@@ -36,14 +36,24 @@ export const ReviewFinding = Schema.Struct({
   category: Text(64),
   title: Text(200),
   body: Text(20_000),
-  suggestion: Schema.optional(Schema.String.check(Schema.isMaxLength(20_000)))
+  suggestion: Schema.optional(Schema.String.check(Schema.isMaxLength(20_000))),
+  /** The ids of the team's memories (given in the instructions) that shaped this finding. */
+  memory_ids: Schema.optional(Schema.Array(Text(128)).check(Schema.isMaxLength(20)))
 }).check(
   Schema.makeFilter((finding) => (finding.end_line >= finding.start_line ? undefined : "end_line is before start_line"))
 )
 export type ReviewFinding = typeof ReviewFinding.Type
 
+/** A finding the agent did not raise because one of the team's memories says the code is fine. */
+export const SuppressedByMemory = Schema.Struct({
+  memory_id: Text(128),
+  path: Text(4096),
+  note: Text(1_000)
+})
+
 export const ReviewOutput = Schema.Struct({
   summary: Text(20_000),
+  suppressed: Schema.optional(Schema.Array(SuppressedByMemory).check(Schema.isMaxLength(100))),
   findings: Schema.Array(ReviewFinding).check(Schema.isMaxLength(500)),
   /** Markdown for the pull request's body (automatic_pr_description); Bosun places it between its markers. */
   description: Schema.optional(Schema.String.check(Schema.isMaxLength(20_000)))

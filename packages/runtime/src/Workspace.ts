@@ -4,6 +4,10 @@
  * a tag, or any other ref such as a pull request's `refs/pull/N/head` — and `sha`, when pinned; and,
  * once the agent is done, the changes it made as one unified diff against what was checked out.
  *
+ * A `read_only` repository (context the agent reads, such as an approved secondary repository)
+ * has every file's write permission removed after the checkout — directories stay writable, so the
+ * workspace is removed as usual — and is left out of the changes.
+ *
  * Credentials: an INLINE token reaches git as an `Authorization` header for that one command
  * (`-c http.extraHeader`), never in the URL, the remote's configuration or a file; an INJECTED
  * placeholder goes the same way and the egress proxy swaps it for the real token.
@@ -48,6 +52,19 @@ export interface CheckedOut {
   readonly base: string
 }
 
+/** Removes the write permission of every file under `dir` but its `.git`. */
+const makeFilesReadOnly = async (dir: string): Promise<void> => {
+  for (const entry of await fs.readdir(dir, { withFileTypes: true })) {
+    const at = path.join(dir, entry.name)
+    if (entry.isDirectory()) {
+      if (entry.name !== ".git") await makeFilesReadOnly(at)
+    } else if (entry.isFile()) {
+      const { mode } = await fs.stat(at)
+      await fs.chmod(at, mode & ~0o222)
+    }
+  }
+}
+
 /** Clones every repository into `root/<path>` and returns where each started. */
 export const checkout = Effect.fn("Workspace.checkout")(function* (
   root: string,
@@ -77,6 +94,7 @@ export const checkout = Effect.fn("Workspace.checkout")(function* (
     yield* git(dir, ["config", "user.name", "Bosun agent"])
     yield* git(dir, ["config", "user.email", "agent@bosun.invalid"])
     const base = (yield* git(dir, ["rev-parse", "HEAD"])).trim()
+    if (repository.read_only === true) yield* Effect.promise(() => makeFilesReadOnly(dir))
     checkedOut.push({ repository, dir, base })
   }
   return checkedOut
@@ -89,6 +107,7 @@ export const checkout = Effect.fn("Workspace.checkout")(function* (
 export const changes = Effect.fn("Workspace.changes")(function* (checkedOut: ReadonlyArray<CheckedOut>) {
   const parts: Array<string> = []
   for (const { repository, dir, base } of checkedOut) {
+    if (repository.read_only === true) continue
     yield* git(dir, ["add", "--all"])
     parts.push(
       yield* git(dir, [

@@ -22,6 +22,7 @@ import { AppConfig } from "./config/AppConfig.ts"
 import { InstanceSecrets } from "./config/InstanceSecrets.ts"
 import { SecretRotation } from "./crypto/SecretRotation.ts"
 import { Secrets } from "./crypto/Secrets.ts"
+import { DeepScanCronLive } from "./deepscan/DeepScanSchedules.ts"
 import { EffectsConsumerLive } from "./effects/EffectsConsumer.ts"
 import { ApiRoutes, serve } from "./http/HttpApp.ts"
 import { OrgAccess } from "./http/OrgAccess.ts"
@@ -34,6 +35,7 @@ import { ConfigurationRepo } from "./persistence/ConfigurationRepo.ts"
 import { ContextSuggestionsRepo } from "./persistence/ContextSuggestionsRepo.ts"
 import { DatabaseLive } from "./persistence/Database.ts"
 import { DeepScanFindingsRepo } from "./persistence/DeepScanFindingsRepo.ts"
+import { DeepScanSchedulesRepo } from "./persistence/DeepScanSchedulesRepo.ts"
 import { DeepScansRepo } from "./persistence/DeepScansRepo.ts"
 import { GithubAppsRepo } from "./persistence/GithubAppsRepo.ts"
 import { GithubDeliveriesRepo } from "./persistence/GithubDeliveriesRepo.ts"
@@ -125,6 +127,7 @@ export const appServices = (options: { readonly rotationWorker: boolean }) =>
         ComposioConnectionsRepo.layer,
         DeepScansRepo.layer,
         DeepScanFindingsRepo.layer,
+        DeepScanSchedulesRepo.layer,
         Composio.layer
       )
     ),
@@ -205,7 +208,7 @@ export const makeServerLive = <E, R>(workflowTypes: Layer.Layer<WorkflowTypes, E
     // The server starts listening only once everything its routes use is built: a request that
     // arrived before the routes were installed would never be answered.
     Layer.provideMerge(HttpLive(ApiRoutes).pipe(Layer.provideMerge(NodeServerLive))),
-    Layer.provideMerge(Layer.mergeAll(InboxConsumerLive, EffectsConsumerLive)),
+    Layer.provideMerge(Layer.mergeAll(InboxConsumerLive, EffectsConsumerLive, DeepScanCronLive)),
     Layer.provideMerge(ClusterProvidersLive),
     Layer.provideMerge(layerClusterRunner(workflowTypes)),
     Layer.provideMerge(AppProvidersLive),

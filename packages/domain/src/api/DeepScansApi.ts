@@ -11,11 +11,15 @@
  * `POST .../deep-scans/{id}/fix` makes the scan's one fix work item from its accepted findings
  * and queues the run that opens the pull request (202 `{work_item_id, created}`; again: the same
  * item, `created: false`); a scan with no accepted finding is a 409 `no_accepted_findings`.
+ *
+ * Schedules (issue 10): `GET | PUT | DELETE .../repositories/{repository_id}/deep-scan-schedule`
+ * read (members), set `{cron}` (ADMIN; 400 `invalid_cron` for an expression that is not five
+ * cron fields) and remove (ADMIN; 204) a repository's recurring deep scan.
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
-import { BadGateway, BadRequest, Conflict, NotFound } from "../ApiError.ts"
-import { DeepScan, DeepScanLaunch } from "../DeepScan.ts"
+import { BadGateway, BadRequest, Conflict, Forbidden, NotFound } from "../ApiError.ts"
+import { DeepScan, DeepScanLaunch, DeepScanSchedule, DeepScanScheduleInput } from "../DeepScan.ts"
 import { DeepScanFinding, FindingDecisionInput } from "../DeepScanRun.ts"
 import { PathId } from "../Ids.ts"
 import { PageSize } from "../PullRequest.ts"
@@ -61,7 +65,31 @@ export class DeepScansApi extends HttpApiGroup.make("deepScans")
       payload: DeepScanLaunch,
       success: Schema.Struct({ data: Schema.Struct({ id: Schema.String }) }).pipe(HttpApiSchema.status(202)),
       error: [NotFound, BadRequest, Conflict, BadGateway]
-    })
+    }),
+    HttpApiEndpoint.get("schedule", "/organizations/:organization_id/repositories/:repository_id/deep-scan-schedule", {
+      params: { organization_id: PathId, repository_id: PathId },
+      success: Schema.Struct({ data: DeepScanSchedule }),
+      error: NotFound
+    }),
+    HttpApiEndpoint.put(
+      "setSchedule",
+      "/organizations/:organization_id/repositories/:repository_id/deep-scan-schedule",
+      {
+        params: { organization_id: PathId, repository_id: PathId },
+        payload: DeepScanScheduleInput,
+        success: Schema.Struct({ data: DeepScanSchedule }),
+        error: [NotFound, BadRequest, Forbidden]
+      }
+    ),
+    HttpApiEndpoint.delete(
+      "removeSchedule",
+      "/organizations/:organization_id/repositories/:repository_id/deep-scan-schedule",
+      {
+        params: { organization_id: PathId, repository_id: PathId },
+        success: HttpApiSchema.NoContent,
+        error: [NotFound, Forbidden]
+      }
+    )
   )
   .middleware(SessionAuth)
   .prefix("/api/v1") {}

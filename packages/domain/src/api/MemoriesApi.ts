@@ -1,13 +1,15 @@
 /**
  * Memories of an organization (spec: Organization endpoints): `PATCH .../memories/{memory_id}`
  * `{enabled}` on an approved memory (ADMIN or above; 409 when not approved); the list and
- * `GET .../memories/{memory_id}` (issue 5) serve the dashboard, for members.
+ * `GET .../memories/{memory_id}` (issue 5) serve the dashboard, for members. `POST
+ * .../memories/{memory_id}/decision {decision: approve|reject}` (issue 10; ADMIN or above) decides
+ * a PROPOSED memory once (409 `memory_already_decided` after).
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { Conflict, Forbidden, NotFound } from "../ApiError.ts"
 import { PathId } from "../Ids.ts"
-import { Memory, MemoryToggle } from "../Memory.ts"
+import { Memory, MemoryDecision, MemoryToggle } from "../Memory.ts"
 import { SessionAuth } from "./Auth.ts"
 
 export class MemoriesApi extends HttpApiGroup.make("memories")
@@ -25,6 +27,12 @@ export class MemoriesApi extends HttpApiGroup.make("memories")
     HttpApiEndpoint.patch("toggle", "/organizations/:organization_id/memories/:memory_id", {
       params: { organization_id: PathId, memory_id: PathId },
       payload: MemoryToggle,
+      success: Schema.Struct({ data: Memory }),
+      error: [NotFound, Forbidden, Conflict]
+    }),
+    HttpApiEndpoint.post("decide", "/organizations/:organization_id/memories/:memory_id/decision", {
+      params: { organization_id: PathId, memory_id: PathId },
+      payload: MemoryDecision,
       success: Schema.Struct({ data: Memory }),
       error: [NotFound, Forbidden, Conflict]
     })

@@ -47,7 +47,12 @@ export const RunRepository = Schema.Struct({
   /** Directory under the workspace: a plain name. */
   path: Schema.String.check(Schema.isPattern(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/)),
   /** An access token (INLINE) or a `bosun-inject-...` placeholder (INJECTED); null for public ones. */
-  credential: Schema.NullOr(Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(4096)))
+  credential: Schema.NullOr(Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(4096))),
+  /**
+   * Context only (a secondary repository): its files are checked out read-only and nothing the
+   * agent does there is collected into the run's changes.
+   */
+  read_only: Schema.optional(Schema.Boolean)
 })
 export type RunRepository = typeof RunRepository.Type
 

@@ -7,6 +7,7 @@ import { type WorkflowType, WorkflowTypes } from "@bosun/actors/attempt/AttemptP
 import { Effect, Layer } from "effect"
 import { catalogDiscoveryWorkflow } from "../workflows/CatalogDiscoveryWorkflow.ts"
 import { deepScanWorkflow } from "../workflows/DeepScanWorkflow.ts"
+import { memoryDistillWorkflow } from "../workflows/MemoryDistillWorkflow.ts"
 import { reviewWorkflow } from "../workflows/ReviewWorkflow.ts"
 import { workItemImplementWorkflow } from "../workflows/WorkItemImplementWorkflow.ts"
 import { workItemIntakeWorkflow } from "../workflows/WorkItemIntakeWorkflow.ts"
@@ -21,9 +22,17 @@ export const productionWorkflowTypes = Effect.map(
     reviewWorkflow,
     workItemIntakeWorkflow,
     workItemImplementWorkflow,
-    deepScanWorkflow
+    deepScanWorkflow,
+    memoryDistillWorkflow
   ]),
-  ([catalog, review, intake, implement, deepScan]) => ({ ...catalog, ...review, ...intake, ...implement, ...deepScan })
+  ([catalog, review, intake, implement, deepScan, distill]) => ({
+    ...catalog,
+    ...review,
+    ...intake,
+    ...implement,
+    ...deepScan,
+    ...distill
+  })
 )
 
 /** The given types (built with what they need), registered; tests add theirs to production's this way. */

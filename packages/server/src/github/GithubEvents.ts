@@ -72,6 +72,9 @@ export const PullRequestReviewCommentEvent = Schema.Struct({
     id: Schema.Int,
     in_reply_to_id: Schema.optional(Schema.Int),
     body: Schema.String,
+    path: Schema.optional(Schema.String),
+    html_url: Schema.optional(Schema.String),
+    author_association: Schema.optional(Schema.String),
     user: Schema.NullOr(Schema.Struct({ login: Schema.String, type: Schema.optional(Schema.String) }))
   }),
   pull_request: Schema.Struct({ number: Schema.Int }),
@@ -98,6 +101,7 @@ export const IssueCommentEvent = Schema.Struct({
   comment: Schema.Struct({
     id: Schema.Int,
     body: Schema.String,
+    html_url: Schema.optional(Schema.String),
     author_association: Schema.String,
     user: Schema.NullOr(Schema.Struct({ login: Schema.String, type: Schema.optional(Schema.String) }))
   }),

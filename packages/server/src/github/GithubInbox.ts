@@ -41,6 +41,12 @@
  *   the finding is answered, so it is dismissed and never raised again (its reason keeps the
  *   reply's first words). Replies by bots (Bosun's own included) change nothing. GitHub sends no
  *   webhook for reactions, so a 👎 alone does not dismiss a finding.
+ * - Feedback Bosun learns from (issue 10, `memory/MemoryFeedback.ts`): a reply in a finding's
+ *   thread, a reason-coded 👎 reply, and `@<slug> remember ...` (in a conversation comment, from
+ *   someone who may give commands, or in a review thread) queue a `memory_distill` run in the
+ *   same transaction (`workflows/MemoryDistillWorkflow.ts`), which proposes a memory with the
+ *   feedback's provenance or merges it into one that exists. A `remember` command is confirmed
+ *   in a comment.
  *
  * A payload that lacks what its event needs is recorded as ignored with the decoding's message.
  * A database failure fails the message, which the queue retries and finally dead-letters.
@@ -52,6 +58,7 @@ import type { Repository } from "@bosun/domain"
 import { Duration, Effect, Option, Schema } from "effect"
 import { Sharding } from "effect/cluster"
 import { SqlClient } from "effect/sql"
+import { feedbackOf, rememberText } from "../memory/MemoryFeedback.ts"
 import { ConfigurationRepo } from "../persistence/ConfigurationRepo.ts"
 import { GithubAppsRepo } from "../persistence/GithubAppsRepo.ts"
 import { GithubDeliveriesRepo, type GithubDelivery } from "../persistence/GithubDeliveriesRepo.ts"
@@ -64,6 +71,7 @@ import { GitHubPulls } from "../providers/GitHubPulls.ts"
 import { decideReview, type ReviewEvent } from "../review/ReviewPolicy.ts"
 import { Outbox } from "../storage/Outbox.ts"
 import { makeFollowUps } from "../work/FollowUps.ts"
+import { enqueueMemoryDistill } from "../workflows/MemoryDistillWorkflow.ts"
 import { REVIEW } from "../workflows/ReviewWorkflow.ts"
 import { enqueueIntake } from "../workflows/WorkItemIntakeWorkflow.ts"
 import { GITHUB_PR_COMMENT } from "./GithubEffects.ts"
@@ -93,7 +101,7 @@ const tooManyFilesNotice = (changed: number, limit: number) =>
   `Bosun did not review this pull request: it changes ${changed} files, over this repository's limit of ${limit} (review_policy.max_changed_files). Split it, or raise the limit and push again.`
 
 const commandList = (slug: string) =>
-  `\`@${slug} review\` reviews this pull request now, \`@${slug} pause\` pauses Bosun's reviews of this repository, \`@${slug} resume\` resumes them.`
+  `\`@${slug} review\` reviews this pull request now, \`@${slug} pause\` pauses Bosun's reviews of this repository, \`@${slug} resume\` resumes them, \`@${slug} remember <convention>\` proposes a convention for Bosun's reviews.`
 
 const notices = {
   help: (slug: string, word: string) =>
@@ -108,11 +116,15 @@ const notices = {
   resumeDone: (login: string, already: boolean) =>
     already
       ? "Bosun's reviews of this repository were not paused; nothing changed."
-      : `Bosun resumed its reviews of this repository, as @${login} asked.`
+      : `Bosun resumed its reviews of this repository, as @${login} asked.`,
+  rememberEmpty: (slug: string) =>
+    `Tell Bosun what to remember after the command: \`@${slug} remember <the convention, in a sentence>\`.`,
+  rememberQueued: (login: string) =>
+    `Thanks @${login}: Bosun will write this down as a proposed memory. An organization admin approves it in Bosun before reviews follow it.`
 }
 
-export type Command = "review" | "pause" | "resume"
-const COMMANDS: ReadonlySet<string> = new Set<Command>(["review", "pause", "resume"])
+export type Command = "review" | "pause" | "resume" | "remember"
+const COMMANDS: ReadonlySet<string> = new Set<Command>(["review", "pause", "resume", "remember"])
 const isCommand = (word: string): word is Command => COMMANDS.has(word)
 
 export type Mention =
@@ -499,6 +511,30 @@ export const makeGithubInboxHandler = Effect.gen(function* () {
             return `${author.login} (${association}) may not give @${slug} ${command}; a refusal was posted`
           }
           switch (command) {
+            case "remember": {
+              const text = Option.getOrElse(rememberText(event.comment.body, slug), () => "")
+              if (text === "") {
+                yield* reply(notices.rememberEmpty(slug))
+                return `@${slug} remember without a convention; how to give one was posted`
+              }
+              yield* enqueueMemoryDistill(org, repository.id, {
+                source: {
+                  type: "REMEMBER_COMMAND",
+                  url: event.comment.html_url ?? event.issue.html_url ?? null,
+                  comment_id: event.comment.id,
+                  pull_request_number: number,
+                  file_path: null,
+                  finding_id: null,
+                  actor: author.login,
+                  reason_code: null,
+                  text: text.slice(0, 4_000)
+                },
+                finding: null
+              }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+              flag.wake = true
+              yield* reply(notices.rememberQueued(author.login))
+              return null
+            }
             case "pause":
             case "resume": {
               const enabled = command === "resume"
@@ -586,16 +622,66 @@ export const makeGithubInboxHandler = Effect.gen(function* () {
       Effect.catchTag("SchemaError", decodeFailure("push"))
     )
 
-  const reviewComment = (delivery: GithubDelivery) =>
+  const reviewComment = (delivery: GithubDelivery, flag: WakeFlag) =>
     Schema.decodeUnknownEffect(PullRequestReviewCommentEvent)(delivery.payload).pipe(
       Effect.flatMap(
         Effect.fnUntraced(function* (event): Effect.fn.Return<Outcome> {
+          if (event.action !== "created") return `pull_request_review_comment ${event.action} changes nothing`
+          const author = event.comment.user
+          if (author === null || author.type === "Bot" || author.login.toLowerCase().endsWith("[bot]"))
+            return "a bot's reply dismisses nothing"
+          const org = delivery.organizationId
           const repliedTo = event.comment.in_reply_to_id
-          if (event.action !== "created" || repliedTo === undefined) return "not a reply to a review comment"
-          if (event.comment.user === null || event.comment.user.type === "Bot") return "a bot's reply dismisses nothing"
-          const reason = `${event.comment.user.login} replied: ${event.comment.body.trim().slice(0, 200)}`
-          const dismissed = yield* findings.dismissByComment(delivery.organizationId, repliedTo, reason)
-          return dismissed ? null : "the reply is not in the thread of an open Bosun finding"
+          const finding = repliedTo === undefined ? Option.none() : yield* findings.byComment(org, repliedTo)
+          const dismissed =
+            repliedTo === undefined
+              ? false
+              : yield* findings.dismissByComment(
+                  org,
+                  repliedTo,
+                  `${author.login} replied: ${event.comment.body.trim().slice(0, 200)}`
+                )
+          const slug = Option.getOrElse(yield* apps.slug(org), () => "bosun")
+          const feedback = feedbackOf(event.comment.body, slug, Option.isSome(finding))
+          if (Option.isNone(feedback)) {
+            if (dismissed) return null
+            return repliedTo === undefined
+              ? "not a reply to a review comment"
+              : "the reply is not in the thread of an open Bosun finding"
+          }
+          const association = event.comment.author_association
+          if (feedback.value._tag === "Remember" && association !== undefined && !COMMANDERS.has(association)) {
+            return `${author.login} (${association}) may not ask @${slug} to remember`
+          }
+          if (feedback.value.text === "" && feedback.value._tag === "Remember") {
+            return `@${slug} remember without a convention`
+          }
+          const repository = yield* repositoryOf(org, event.repository)
+          const answered = Option.getOrNull(finding)
+          yield* enqueueMemoryDistill(org, repository.id, {
+            source: {
+              type:
+                feedback.value._tag === "Remember"
+                  ? "REMEMBER_COMMAND"
+                  : feedback.value._tag === "ThumbsDown"
+                    ? "THUMBS_DOWN"
+                    : "REVIEW_REPLY",
+              url: event.comment.html_url ?? null,
+              comment_id: event.comment.id,
+              pull_request_number: event.pull_request.number,
+              file_path: event.comment.path ?? answered?.path ?? null,
+              finding_id: answered?.id ?? null,
+              actor: author.login,
+              reason_code: feedback.value._tag === "ThumbsDown" ? feedback.value.reason : null,
+              text: (feedback.value.text === "" ? event.comment.body.trim() : feedback.value.text).slice(0, 4_000)
+            },
+            finding:
+              answered === null
+                ? null
+                : { title: answered.title, category: answered.category, severity: answered.severity }
+          }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+          flag.wake = true
+          return null
         })
       ),
       Effect.catchTag("SchemaError", decodeFailure("pull_request_review_comment"))
@@ -614,7 +700,7 @@ export const makeGithubInboxHandler = Effect.gen(function* () {
       case "push":
         return push(delivery)
       case "pull_request_review_comment":
-        return reviewComment(delivery)
+        return reviewComment(delivery, flag)
       default:
         return Effect.succeed(`event ${delivery.event} is not handled`)
     }

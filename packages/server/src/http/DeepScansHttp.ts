@@ -9,10 +9,15 @@
  * (`deep_scan.finding.accept` / `.reject`, with the reason code) and answered with the finding.
  * A member may ask for the scan's fix work item (`FixWorkItem`), audited as `deep_scan.fix`.
  * Launches and fixes wake the Scheduler after their commit.
+ *
+ * Schedules (issue 10): members read a repository's recurring deep scan; ADMINs set its cron
+ * expression (400 `invalid_cron` for one that is not five fields, nothing written) or remove it,
+ * both audited (`deep_scan.schedule.set` / `.remove`). `DeepScanSchedules` launches what is due.
  */
 import { wakeScheduler } from "@bosun/actors/scheduler/SchedulerEntity"
 import {
   BadGateway,
+  BadRequest,
   BosunApi,
   Conflict,
   CurrentUser,
@@ -20,11 +25,13 @@ import {
   ErrorCodes,
   NotFound
 } from "@bosun/domain"
-import { Effect, Option } from "effect"
+import { Effect, Option, Result } from "effect"
 import { Sharding } from "effect/cluster"
+import { nextOccurrence, parseSchedule } from "../deepscan/DeepScanSchedules.ts"
 import { makeFixWorkItems } from "../deepscan/FixWorkItem.ts"
 import { AuditLog } from "../persistence/AuditLog.ts"
 import { DeepScanFindingsRepo } from "../persistence/DeepScanFindingsRepo.ts"
+import { DeepScanSchedulesRepo } from "../persistence/DeepScanSchedulesRepo.ts"
 import { DeepScansRepo } from "../persistence/DeepScansRepo.ts"
 import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
 import { GitHubApp, type GitHubAppError } from "../providers/GitHubApp.ts"
@@ -32,6 +39,7 @@ import { group } from "./ApiGroup.ts"
 import { OrgAccess } from "./OrgAccess.ts"
 
 const repositoryNotFound = NotFound.fromCode(ErrorCodes.notFound, "No repository has this id in this organization")
+const scheduleNotFound = NotFound.fromCode(ErrorCodes.notFound, "This repository has no deep-scan schedule")
 const scanNotFound = NotFound.fromCode(ErrorCodes.notFound, "No deep scan has this id in this organization")
 
 /** GitHub's answer, as the launch's client sees it. */
@@ -59,8 +67,74 @@ export const DeepScansHttp = group(
     const audit = yield* AuditLog
     const findings = yield* DeepScanFindingsRepo
     const createFix = yield* makeFixWorkItems
+    const schedules = yield* DeepScanSchedulesRepo
+    const repositoryOf = (organizationId: string, repositoryId: string) =>
+      Effect.flatMap(repositories.find(organizationId, repositoryId), (found) =>
+        Option.isSome(found) ? Effect.succeed(found.value) : Effect.fail(repositoryNotFound)
+      )
     const wake = Effect.provideService(wakeScheduler, Sharding.Sharding, yield* Sharding.Sharding)
     return handlers
+      .handle("schedule", ({ params }) =>
+        Effect.gen(function* () {
+          yield* access.member(params.organization_id)
+          yield* repositoryOf(params.organization_id, params.repository_id)
+          const schedule = yield* schedules.find(params.organization_id, params.repository_id)
+          if (Option.isNone(schedule)) return yield* scheduleNotFound
+          return { data: schedule.value }
+        })
+      )
+      .handle("setSchedule", ({ params, payload }) =>
+        Effect.gen(function* () {
+          yield* access.require(params.organization_id, "ADMIN")
+          const user = yield* CurrentUser
+          const repository = yield* repositoryOf(params.organization_id, params.repository_id)
+          const cron = payload.cron.trim().replace(/\s+/g, " ")
+          const parsed = parseSchedule(cron)
+          if (Result.isFailure(parsed)) {
+            return yield* BadRequest.fromCode(
+              ErrorCodes.invalidCron,
+              `The cron expression is invalid: ${parsed.failure}`
+            )
+          }
+          const saved = yield* audit.audited(
+            schedules
+              .put(params.organization_id, repository.id, {
+                cron,
+                nextRunAt: nextOccurrence(parsed.success, new Date()),
+                userId: user.userId
+              })
+              .pipe(Effect.map(Option.some)),
+            () => ({
+              organizationId: params.organization_id,
+              actor: { kind: "user", userId: user.userId },
+              action: "deep_scan.schedule.set",
+              target: `repository:${repository.id}`,
+              details: { cron }
+            })
+          )
+          if (Option.isNone(saved)) return yield* Effect.die(new Error("the schedule was not written"))
+          return { data: saved.value }
+        })
+      )
+      .handle("removeSchedule", ({ params }) =>
+        Effect.gen(function* () {
+          yield* access.require(params.organization_id, "ADMIN")
+          const user = yield* CurrentUser
+          const repository = yield* repositoryOf(params.organization_id, params.repository_id)
+          const removed = yield* audit.audited(
+            Effect.map(schedules.remove(params.organization_id, repository.id), (done) =>
+              done ? Option.some(done) : Option.none()
+            ),
+            () => ({
+              organizationId: params.organization_id,
+              actor: { kind: "user", userId: user.userId },
+              action: "deep_scan.schedule.remove",
+              target: `repository:${repository.id}`
+            })
+          )
+          if (Option.isNone(removed)) return yield* scheduleNotFound
+        })
+      )
       .handle("fix", ({ params }) =>
         Effect.gen(function* () {
           yield* access.member(params.organization_id)

@@ -2,7 +2,10 @@
  * `GET .../memories`, `GET .../memories/{memory_id}` (issue 5; members) and `PATCH
  * .../memories/{memory_id}` (spec: Organization endpoints). Enabling or disabling needs ADMIN (a
  * memory steers every review of the organization), works only on an approved memory (409
- * `memory_not_approved` otherwise), sets last_toggled_at/by and is audited.
+ * `memory_not_approved` otherwise), sets last_toggled_at/by and is audited. `POST
+ * .../memories/{memory_id}/decision` (issue 10; ADMIN) approves or rejects a PROPOSED memory once
+ * (409 `memory_already_decided`), records approved_by/at and is audited; approving leaves it
+ * disabled, as the spec has `enabled` set by the PATCH alone.
  */
 import { BosunApi, Conflict, CurrentUser, ErrorCodes, NotFound } from "@bosun/domain"
 import { Effect, Option } from "effect"
@@ -58,6 +61,32 @@ export const MemoriesHttp = group(
             )
           if (Option.isNone(toggled)) return yield* memoryNotFound
           return { data: toggled.value }
+        })
+      )
+      .handle("decide", ({ params, payload }) =>
+        Effect.gen(function* () {
+          yield* access.require(params.organization_id, "ADMIN")
+          const user = yield* CurrentUser
+          const approve = payload.decision === "approve"
+          const decided = yield* audit
+            .audited(memories.decide(params.organization_id, params.memory_id, approve, user.userId), () => ({
+              organizationId: params.organization_id,
+              actor: { kind: "user", userId: user.userId },
+              action: approve ? "memory.approve" : "memory.reject",
+              target: `memory:${params.memory_id}`
+            }))
+            .pipe(
+              Effect.catchTag("MemoryAlreadyDecided", ({ lifecycle }) =>
+                Effect.fail(
+                  Conflict.fromCode(
+                    ErrorCodes.memoryAlreadyDecided,
+                    `Only a proposed memory can be approved or rejected; this one is ${lifecycle}`
+                  )
+                )
+              )
+            )
+          if (Option.isNone(decided)) return yield* memoryNotFound
+          return { data: decided.value }
         })
       )
   })

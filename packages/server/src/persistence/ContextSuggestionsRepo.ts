@@ -42,7 +42,11 @@ export class ContextSuggestionsRepo extends Context.Service<
       approve: boolean,
       userId: string
     ) => Effect.Effect<Option.Option<ContextSuggestion>, SuggestionAlreadyDecided>
-    /** Records a suggestion (what review and context discovery write; tests use it too). */
+    /**
+     * Records a suggestion (what a review's context discovery writes); none when this primary
+     * repository already has one for that secondary repository, in whatever state — a rejected
+     * suggestion is not proposed again.
+     */
     readonly propose: (
       organizationId: string,
       suggestion: {
@@ -52,8 +56,10 @@ export class ContextSuggestionsRepo extends Context.Service<
         readonly secondaryName: string
         readonly source: string
         readonly reason?: string
+        /** Whether the App installation can read the secondary repository (default true). */
+        readonly accessValid?: boolean
       }
-    ) => Effect.Effect<ContextSuggestion>
+    ) => Effect.Effect<Option.Option<ContextSuggestion>>
   }
 >()("bosun/server/persistence/ContextSuggestionsRepo") {
   static readonly layer = Layer.effect(
@@ -116,13 +122,13 @@ export class ContextSuggestionsRepo extends Context.Service<
         propose: Effect.fn("ContextSuggestionsRepo.propose")(function* (organizationId, suggestion) {
           const [row] = yield* sql<Row>`
             INSERT INTO context_suggestions (organization_id, primary_repository_id, secondary_repository_id,
-                                             secondary_owner, secondary_name, source, reason)
+                                             secondary_owner, secondary_name, source, reason, access_valid)
             VALUES (${organizationId}, ${suggestion.primaryRepositoryId}, ${suggestion.secondaryRepositoryId},
                     ${suggestion.secondaryOwner}, ${suggestion.secondaryName}, ${suggestion.source},
-                    ${suggestion.reason ?? null})
+                    ${suggestion.reason ?? null}, ${suggestion.accessValid ?? true})
+            ON CONFLICT DO NOTHING
             RETURNING ${columns}`.pipe(Effect.orDie)
-          if (row === undefined) return yield* Effect.die(new Error("suggestion insert returned no row"))
-          return toSuggestion(row)
+          return Option.map(Option.fromUndefinedOr(row), toSuggestion)
         })
       })
     })

@@ -75,7 +75,8 @@ export interface DeepScanLaunch {
   readonly repositoryId: string
   readonly defaultBranch: string
   readonly headSha: string
-  readonly requestedBy: string
+  /** Null for a scan a schedule launched. */
+  readonly requestedBy: string | null
 }
 
 export class DeepScansRepo extends Context.Service<
@@ -96,8 +97,11 @@ export class DeepScansRepo extends Context.Service<
       repositoryId: string,
       headSha: string
     ) => Effect.Effect<Option.Option<{ readonly id: string }>>
-    /** Writes the scan and its queued run (the scheduler picks it up); returns the scan's id. */
-    readonly create: (organizationId: string, launch: DeepScanLaunch) => Effect.Effect<{ readonly id: string }>
+    /** Writes the scan and its queued run (the scheduler picks it up); returns the scan's and the run's ids. */
+    readonly create: (
+      organizationId: string,
+      launch: DeepScanLaunch
+    ) => Effect.Effect<{ readonly id: string; readonly runId: string }>
     /** The scan whose run `runId` is. */
     readonly forRun: (organizationId: string, runId: string) => Effect.Effect<Option.Option<DeepScanForRun>>
   }
@@ -164,7 +168,7 @@ export class DeepScansRepo extends Context.Service<
                         ${launch.headSha}, ${launch.requestedBy})
                 RETURNING id`
                 if (row === undefined) return yield* Effect.die(new Error("deep scan insert returned no row"))
-                return { id: row.id }
+                return { id: row.id, runId: queued.runId }
               })
             )
             .pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)

@@ -34,6 +34,17 @@ export interface PostedReview {
   }>
 }
 
+/** A finding Bosun posted as an inline comment: what a reply in its thread answers. */
+export interface CommentedFinding {
+  readonly id: string
+  readonly repository_id: string
+  readonly pull_request_number: number
+  readonly path: string
+  readonly title: string
+  readonly category: string
+  readonly severity: string
+}
+
 export class ReviewFindingsRepo extends Context.Service<
   ReviewFindingsRepo,
   {
@@ -51,6 +62,8 @@ export class ReviewFindingsRepo extends Context.Service<
     ) => Effect.Effect<ReadonlyArray<string>>
     /** Dismisses the finding a GitHub review comment posted; false when no open finding has that comment. */
     readonly dismissByComment: (organizationId: string, commentId: number, reason: string) => Effect.Effect<boolean>
+    /** The finding whose inline comment is `commentId` (the top of a thread), whatever its state. */
+    readonly byComment: (organizationId: string, commentId: number) => Effect.Effect<Option.Option<CommentedFinding>>
   }
 >()("bosun/server/persistence/ReviewFindingsRepo") {
   static readonly layer = Layer.effect(
@@ -189,7 +202,26 @@ export class ReviewFindingsRepo extends Context.Service<
         return rows.map((row) => row.github_thread_id)
       })
 
-      return ReviewFindingsRepo.of({ known, recordPlan, recordPosted, lastReviewedHead, threadsOf, dismissByComment })
+      const byComment = Effect.fn("ReviewFindingsRepo.byComment")(function* (
+        organizationId: string,
+        commentId: number
+      ) {
+        const [row] = yield* sql<CommentedFinding>`
+          SELECT id, repository_id, pull_request_number, path, title, category, severity FROM review_findings
+          WHERE organization_id = ${organizationId} AND github_comment_id = ${commentId}
+          ORDER BY created_at LIMIT 1`.pipe(Effect.orDie)
+        return Option.fromUndefinedOr(row)
+      })
+
+      return ReviewFindingsRepo.of({
+        known,
+        recordPlan,
+        recordPosted,
+        lastReviewedHead,
+        threadsOf,
+        dismissByComment,
+        byComment
+      })
     })
   )
 }

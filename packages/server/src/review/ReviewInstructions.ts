@@ -21,6 +21,8 @@ export interface ReviewSubject {
 }
 
 export interface Convention {
+  /** The memory's id: the agent cites it in `memory_ids` and `suppressed`, which is how its effect is measured. */
+  readonly id: string
   readonly convention: string
   readonly rationale: string | null
 }
@@ -56,8 +58,13 @@ variable BOSUN_OUTPUT_DIR, exactly in this shape (no other keys):
       "category": "security",            // security, correctness, performance, maintainability, ... or a CWE id
       "title": "one line",
       "body": "why it is a problem and how to fix it, in Markdown",
-      "suggestion": "optional: replacement text for exactly lines start_line..end_line"
+      "suggestion": "optional: replacement text for exactly lines start_line..end_line",
+      "memory_ids": ["optional: ids of the team's conventions that shaped this finding"]
     }
+  ],
+  "suppressed": [
+    // optional: what you did not report because one of the team's conventions says it is fine
+    { "memory_id": "the convention's id", "path": "src/file.ts", "note": "what you left out, in one line" }
   ]
 }
 
@@ -101,8 +108,11 @@ export const reviewInstructions = (input: {
   }
   if (input.conventions.length > 0) {
     parts.push(
-      `Conventions this team has approved (follow them; report code that breaks them):\n${input.conventions
-        .map((entry) => `- ${entry.convention}${entry.rationale === null ? "" : ` (why: ${entry.rationale})`}`)
+      `Conventions this team has approved (follow them; report code that breaks them). Cite a convention's id in a finding's "memory_ids" when it shaped the finding, and list in "suppressed" what you left out because one says the code is fine:\n${input.conventions
+        .map(
+          (entry) =>
+            `- [${entry.id}] ${entry.convention}${entry.rationale === null ? "" : ` (why: ${entry.rationale})`}`
+        )
         .join("\n")}`
     )
   }

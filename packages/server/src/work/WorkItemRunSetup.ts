@@ -18,10 +18,11 @@ import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/AppConfig.ts"
 import { AgentConnectionsRepo } from "../persistence/AgentConnectionsRepo.ts"
 import { ConfigurationRepo } from "../persistence/ConfigurationRepo.ts"
+import { MemoriesRepo } from "../persistence/MemoriesRepo.ts"
 import { WorkItemsRepo } from "../persistence/WorkItemsRepo.ts"
 import { GitHubApp } from "../providers/GitHubApp.ts"
 import { Outbox } from "../storage/Outbox.ts"
-import { cloneUrl } from "../workflows/ReviewWorkflow.ts"
+import { cloneUrl, makeSecondaryCheckouts } from "./Checkouts.ts"
 import { replyEffect } from "./WorkItemReplies.ts"
 
 export const fail = (code: string, message: string, retryable = false) => new AttemptError({ code, message, retryable })
@@ -71,6 +72,8 @@ export const makeWorkItemRunSetup = Effect.gen(function* () {
   const app = yield* GitHubApp
   const outbox = yield* Outbox
   const sql = yield* SqlClient.SqlClient
+  const memories = yield* MemoriesRepo
+  const { secondaryCheckouts } = yield* makeSecondaryCheckouts
 
   const itemOf = Effect.fnUntraced(function* (run: Pick<AttemptRun, "organizationId" | "inputSnapshot">) {
     const input = yield* Schema.decodeUnknownEffect(Input)(run.inputSnapshot).pipe(
@@ -100,6 +103,51 @@ export const makeWorkItemRunSetup = Effect.gen(function* () {
       )
     }
     return { configuration, credentials: scope.value.credentials }
+  })
+
+  /**
+   * The instructions with the team's APPROVED, enabled memories for the run's repository (the
+   * organization's and the repository's own), recorded as given to the run (issue 10: agent
+   * prompts carry them as review prompts do).
+   */
+  const withConventions = Effect.fnUntraced(function* (
+    run: Pick<AttemptRun, "organizationId" | "repositoryId" | "runId" | "workflowType">,
+    instructions: string
+  ) {
+    const given = yield* memories.forRun(run.organizationId, run.repositoryId, {
+      runId: run.runId,
+      workflowType: run.workflowType
+    })
+    if (given.length === 0) return instructions
+    const listed = given
+      .map((memory) => `- ${memory.convention}${memory.rationale === null ? "" : ` (why: ${memory.rationale})`}`)
+      .join("\n")
+    return `${instructions}\n\nConventions this team has approved (follow them in what you write and report):\n${listed}`
+  })
+
+  /**
+   * The attempt with the configuration's approved secondary repositories checked out read-only
+   * beside its own checkouts, and the agent told where they are (issue 10, "Context suggestions").
+   */
+  const withSecondaryRepositories = Effect.fnUntraced(function* (
+    organizationId: string,
+    configuration: RepositoryConfiguration,
+    attempt: PreparedAttempt
+  ) {
+    const secondary = yield* secondaryCheckouts(
+      organizationId,
+      configuration.secondary_repository_ids,
+      attempt.request.repositories.map((repository) => repository.path)
+    )
+    if (secondary.note === null) return attempt
+    return {
+      ...attempt,
+      request: {
+        ...attempt.request,
+        prompt: `${attempt.request.prompt}\n\n${secondary.note}`,
+        repositories: [...attempt.request.repositories, ...secondary.repositories]
+      }
+    }
   })
 
   /** The repository's default branch (at `sha` when given), cloned with an installation token. */
@@ -152,5 +200,5 @@ export const makeWorkItemRunSetup = Effect.gen(function* () {
         )
     })
 
-  return { itemOf, agentOf, checkoutOf, reportFailure }
+  return { itemOf, agentOf, checkoutOf, withConventions, withSecondaryRepositories, reportFailure }
 })

@@ -5,7 +5,8 @@
  *
  * - prepare: a checkout of the default branch at the scan's pinned head SHA, the audit
  *   instructions and the output contract (`DeepScanOutput`), the repository's suppressions (so
- *   the agent does not spend time on what the team already ruled on), the agent's credentials as
+ *   the agent does not spend time on what the team already ruled on), the team's approved
+ *   memories, the approved secondary repositories read-only, the agent's credentials as
  *   work-item runs have them, on the DEEP_SCAN egress tier and a standard-4 sandbox.
  * - publish: `outputs/deep-scan.json` decoded with the domain contract; each finding gets Bosun's
  *   fingerprint, suppressed fingerprints are dropped (and counted), and HIGH/CRITICAL findings are
@@ -31,7 +32,7 @@ export const deepScanWorkflow = Effect.gen(function* () {
   const scans = yield* DeepScansRepo
   const findings = yield* DeepScanFindingsRepo
   const repositories = yield* RepositoriesRepo
-  const { agentOf, checkoutOf } = yield* makeWorkItemRunSetup
+  const { agentOf, checkoutOf, withConventions, withSecondaryRepositories } = yield* makeWorkItemRunSetup
 
   const scanOf = (run: { readonly organizationId: string; readonly runId: string }) =>
     Effect.gen(function* () {
@@ -52,18 +53,22 @@ export const deepScanWorkflow = Effect.gen(function* () {
         const { configuration, credentials } = yield* agentOf(run)
         const checkout = yield* checkoutOf(run.organizationId, repository, scan.headSha)
         const suppressed = yield* findings.suppressions(run.organizationId, repository.id)
-        const attempt = workItemAttempt(configuration, run, {
-          prompt: deepScanPrompt({
-            repository: fullName(repository),
-            headSha: scan.headSha,
-            checkout: CHECKOUT,
-            suppressed
-          }),
-          instructions: DEEP_SCAN_INSTRUCTIONS,
-          repositories: [checkout],
-          time_limit_seconds: DEEP_SCAN_TIME_LIMIT_SECONDS,
-          provider_credentials: credentials
-        })
+        const attempt = yield* withSecondaryRepositories(
+          run.organizationId,
+          configuration,
+          workItemAttempt(configuration, run, {
+            prompt: deepScanPrompt({
+              repository: fullName(repository),
+              headSha: scan.headSha,
+              checkout: CHECKOUT,
+              suppressed
+            }),
+            instructions: yield* withConventions(run, DEEP_SCAN_INSTRUCTIONS),
+            repositories: [checkout],
+            time_limit_seconds: DEEP_SCAN_TIME_LIMIT_SECONDS,
+            provider_credentials: credentials
+          })
+        )
         return {
           ...attempt,
           request: { ...attempt.request, egress_tier: "DEEP_SCAN" as const },

@@ -4,14 +4,19 @@
  *
  * - prepare: the pull request's changed files from GitHub give the coverage ledger (what the agent
  *   is given, what is skipped and why); the request carries the policy, custom instructions, the
- *   approved and enabled conventions of the organization and repository, the output contract, a
- *   checkout of the head (cloned with an installation token) and the agent's credentials.
+ *   approved and enabled conventions of the organization and repository (with their ids, each
+ *   recorded as given to the run), the output contract, a checkout of the head (cloned with an
+ *   installation token), the approved secondary repositories read-only beside it (Checkouts) and
+ *   the agent's credentials.
  * - publish: `outputs/review.json` decoded with the domain contract (nothing is posted from output
  *   that does not match); the plan (inline up to comment_limit, overflow, outside the diff, already
  *   posted, dismissed, resolved) is recorded together with the review's provider effect, keyed by
  *   the run, in one transaction; then the review is posted — or, when a PENDING effect may already
  *   have been posted, found on GitHub by the marker its body carries — its comments are matched to
  *   findings by the marker each carries, and the threads of resolved findings are resolved.
+ *   What the agent says the memories did (`memory_ids`, `suppressed`) is recorded with the plan,
+ *   and, best effort, the dependencies the pull request shows are proposed as context
+ *   suggestions (ContextDiscovery).
  *   With automatic_pr_description ENABLED, the agent's `description` is recorded as its own effect
  *   with the review's and, once the review is posted, put into the pull request's body between
  *   Bosun's markers (PrDescription), patched only when the body would change.
@@ -31,11 +36,12 @@ import { REVIEW_OUTPUT_PATH, ReviewOutput, type RunRequest } from "@bosun/domain
 import { Effect, Option, Redacted, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/AppConfig.ts"
+import { makeContextDiscovery } from "../context/ContextDiscovery.ts"
 import { type CheckRun, GITHUB_CHECK_RUN } from "../github/GithubEffects.ts"
 import { AgentConnectionsRepo } from "../persistence/AgentConnectionsRepo.ts"
 import { ConfigurationRepo } from "../persistence/ConfigurationRepo.ts"
 import { GithubAppsRepo } from "../persistence/GithubAppsRepo.ts"
-import { MemoriesRepo } from "../persistence/MemoriesRepo.ts"
+import { MemoriesRepo, type MemoryFindingEffect } from "../persistence/MemoriesRepo.ts"
 import { ProviderEffectsRepo } from "../persistence/ProviderEffectsRepo.ts"
 import { PullRequestsRepo } from "../persistence/PullRequestsRepo.ts"
 import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
@@ -45,9 +51,10 @@ import { GitHubPulls, type PullRef, type ReviewCommentDraft } from "../providers
 import { withDescription } from "../review/PrDescription.ts"
 import { failureCheck, REVIEW_CHECK_NAME } from "../review/ReviewFailure.ts"
 import { reviewInstructions, reviewPrompt } from "../review/ReviewInstructions.ts"
-import { commentBody, coverageOf, planReview, reviewBody } from "../review/ReviewPlan.ts"
+import { commentBody, coverageOf, planReview, type ReviewPlan, reviewBody } from "../review/ReviewPlan.ts"
 import { pathExclusion } from "../review/ReviewPolicy.ts"
 import { Outbox } from "../storage/Outbox.ts"
+import { cloneUrl, makeSecondaryCheckouts } from "../work/Checkouts.ts"
 
 export const REVIEW = "review"
 
@@ -66,15 +73,6 @@ const GITHUB_FAILURE_CODE: Record<GitHubAppError["reason"], string> = {
 /** GitHub being unreachable is worth another attempt; a missing App, installation or pull request is not. */
 const fromGithub = (error: GitHubAppError) =>
   fail(GITHUB_FAILURE_CODE[error.reason], error.message, error.reason === "Unavailable")
-
-/** The clone URL of a repository on the GitHub that `apiUrl` serves (github.com or Enterprise's `/api/v3`). */
-export const cloneUrl = (apiUrl: URL, owner: string, name: string): string => {
-  const web =
-    apiUrl.hostname === "api.github.com"
-      ? "https://github.com"
-      : `${apiUrl.origin}${apiUrl.pathname.replace(/\/api\/v3\/?$/, "").replace(/\/$/, "")}`
-  return `${web}/${owner}/${name}.git`
-}
 
 /** The marker a review's body carries: how a publish that may have posted finds what it posted. */
 export const reviewMarker = (runId: string) => `<!-- bosun:review:${runId} -->`
@@ -104,6 +102,36 @@ type ReviewEffectRequest = typeof ReviewEffectRequest.Type
 /** What a description effect records: the agent's text; the body is built from the one GitHub has at the call. */
 const DescriptionEffectRequest = Schema.Struct({ description: Schema.String })
 
+/**
+ * What the memories given to a review did, as its agent reports it: each raised finding citing a
+ * memory in `memory_ids` was shaped by it (a finding already dismissed is not raised, so not
+ * counted), each `suppressed` entry is a finding it kept out.
+ */
+export const memoryEffectsOf = (plan: ReviewPlan, output: ReviewOutput): ReadonlyArray<MemoryFindingEffect> => [
+  ...plan.findings.flatMap((finding) =>
+    finding.placement === "DISMISSED"
+      ? []
+      : [...new Set(finding.memory_ids ?? [])].map(
+          (memoryId): MemoryFindingEffect => ({
+            memoryId,
+            effect: "SHAPED",
+            fingerprint: finding.fingerprint,
+            path: finding.path,
+            note: finding.title
+          })
+        )
+  ),
+  ...(output.suppressed ?? []).map(
+    (entry): MemoryFindingEffect => ({
+      memoryId: entry.memory_id,
+      effect: "SUPPRESSED",
+      fingerprint: null,
+      path: entry.path,
+      note: entry.note
+    })
+  )
+]
+
 export const reviewWorkflow = Effect.gen(function* () {
   const config = yield* AppConfig
   const sql = yield* SqlClient.SqlClient
@@ -118,6 +146,8 @@ export const reviewWorkflow = Effect.gen(function* () {
   const apps = yield* GithubAppsRepo
   const pullRequests = yield* PullRequestsRepo
   const outbox = yield* Outbox
+  const { secondaryCheckouts } = yield* makeSecondaryCheckouts
+  const discovery = yield* makeContextDiscovery
 
   const subjectOf = Effect.fnUntraced(function* (run: {
     readonly organizationId: string
@@ -139,6 +169,7 @@ export const reviewWorkflow = Effect.gen(function* () {
     }
     return {
       pr,
+      repository: repository.value,
       repositoryId: run.repositoryId,
       headSha: run.headSha,
       ref: { organizationId: run.organizationId, repositoryId: run.repositoryId, number: run.pullRequestNumber }
@@ -174,12 +205,15 @@ export const reviewWorkflow = Effect.gen(function* () {
           app.installationToken(run.organizationId, subject.pr.repository),
           fromGithub
         )
-        const conventions = (yield* memories.list(run.organizationId)).filter(
-          (memory) =>
-            memory.lifecycle === "APPROVED" &&
-            memory.enabled &&
-            (memory.repository_id === null || memory.repository_id === subject.repositoryId)
-        )
+        // Recorded as given to this run: the memory's measured effect counts it.
+        const conventions = yield* memories.forRun(run.organizationId, subject.repositoryId, {
+          runId: run.runId,
+          workflowType: REVIEW
+        })
+        // The approved secondary repositories, read-only beside the pull request's checkout.
+        const secondary = yield* secondaryCheckouts(run.organizationId, configuration.secondary_repository_ids, [
+          CHECKOUT
+        ])
         const request: RunRequest = {
           run_id: run.runId,
           attempt_id: run.attemptId,
@@ -188,21 +222,28 @@ export const reviewWorkflow = Effect.gen(function* () {
             onSome: (profile) => ({ kind: "CUSTOM" as const, profile })
           }),
           model: configuration.model === "" ? "default" : configuration.model,
-          prompt: reviewPrompt(
-            {
-              repository: `${subject.pr.repository.owner}/${subject.pr.repository.name}`,
-              number: subject.pr.number,
-              title: details.title,
-              baseSha: run.baseSha ?? details.baseSha,
-              headSha: subject.headSha,
-              checkoutPath: CHECKOUT
-            },
-            coverage
-          ),
+          prompt: [
+            reviewPrompt(
+              {
+                repository: `${subject.pr.repository.owner}/${subject.pr.repository.name}`,
+                number: subject.pr.number,
+                title: details.title,
+                baseSha: run.baseSha ?? details.baseSha,
+                headSha: subject.headSha,
+                checkoutPath: CHECKOUT
+              },
+              coverage
+            ),
+            ...(secondary.note === null ? [] : [secondary.note])
+          ].join("\n\n"),
           instructions: reviewInstructions({
             policy,
             customInstructions: configuration.custom_instructions,
-            conventions: conventions.map((memory) => ({ convention: memory.convention, rationale: memory.rationale })),
+            conventions: conventions.map((memory) => ({
+              id: memory.id,
+              convention: memory.convention,
+              rationale: memory.rationale
+            })),
             describePullRequest: configuration.automatic_pr_description === "ENABLED"
           }),
           repositories: [
@@ -213,7 +254,8 @@ export const reviewWorkflow = Effect.gen(function* () {
               sha: subject.headSha,
               path: CHECKOUT,
               credential: Redacted.value(token)
-            }
+            },
+            ...secondary.repositories
           ],
           mcp_servers: [],
           skills: [],
@@ -299,6 +341,12 @@ export const reviewWorkflow = Effect.gen(function* () {
                   summary: output.summary,
                   plan
                 })
+                yield* memories.recordEffects(
+                  run.organizationId,
+                  run.runId,
+                  { repositoryId: subject.repositoryId, number: subject.pr.number },
+                  memoryEffectsOf(plan, output)
+                )
                 yield* effects.begin({
                   organizationId: run.organizationId,
                   runId: run.runId,
@@ -318,6 +366,34 @@ export const reviewWorkflow = Effect.gen(function* () {
               })
             )
             .pipe(Effect.orDie, Effect.provideService(SqlClient.SqlClient, sql))
+          // Best effort: a dependency on a sibling repository noticed now is proposed as context;
+          // failing to look changes nothing of the review (the next one looks again).
+          yield* discovery
+            .discover({
+              organizationId: run.organizationId,
+              primary: subject.repository,
+              headSha: subject.headSha,
+              files,
+              pullRequestText: `${details.title}\n${details.body}`
+            })
+            .pipe(
+              Effect.tap((proposed) =>
+                proposed.length === 0
+                  ? Effect.void
+                  : Effect.logInfo("context_suggestions_proposed").pipe(
+                      Effect.annotateLogs({
+                        org_id: run.organizationId,
+                        run_id: run.runId,
+                        secondary: proposed.map((entry) => `${entry.secondary_owner}/${entry.secondary_name}`).join(",")
+                      })
+                    )
+              ),
+              Effect.catchCause((cause) =>
+                Effect.logWarning("context_discovery_failed", cause).pipe(
+                  Effect.annotateLogs({ org_id: run.organizationId, run_id: run.runId })
+                )
+              )
+            )
           effect = yield* effects.find(run.organizationId, key)
         }
         if (Option.isNone(effect)) return yield* Effect.die(new Error("the review effect was not recorded"))

@@ -6,7 +6,9 @@
  * actions endpoint or an approving reply) on the item's session.
  *
  * - prepare: the approved plan and a checkout of the item's repository at its default branch's
- *   head; the agent changes files there and writes `outputs/implement.json` (`ImplementOutput`).
+ *   head (the approved secondary repositories read-only beside it, the team's approved memories in
+ *   the instructions); the agent changes files there and writes `outputs/implement.json`
+ *   (`ImplementOutput`).
  *   issue_pull_request_mode DISABLED fails the run at once (`pull_requests_disabled`).
  * - publish: the pull request is a `github.pull_request` provider effect keyed by the run. Unless
  *   it succeeded already, an attempted one is first looked for by its branch
@@ -84,7 +86,7 @@ export const workItemImplementWorkflow = Effect.gen(function* () {
   const branches = yield* GitHubBranches
   const outbox = yield* Outbox
   const setup = yield* makeWorkItemRunSetup
-  const { itemOf, agentOf, checkoutOf } = setup
+  const { itemOf, agentOf, checkoutOf, withConventions, withSecondaryRepositories } = setup
 
   const subjectOf = Effect.fnUntraced(function* (
     run: Pick<AttemptRun, "organizationId" | "repositoryId" | "inputSnapshot">
@@ -111,19 +113,23 @@ export const workItemImplementWorkflow = Effect.gen(function* () {
             `issue_pull_request_mode is DISABLED for ${fullName(repository)}: Bosun opens no pull requests there`
           )
         }
-        return workItemAttempt(configuration, run, {
-          prompt: implementPrompt({
-            repository: fullName(repository),
-            title: plan.title,
-            plan: plan.plan,
-            request: found.item.summary ?? "",
-            checkoutPath: CHECKOUT
-          }),
-          instructions: IMPLEMENT_INSTRUCTIONS,
-          repositories: [yield* checkoutOf(run.organizationId, repository)],
-          time_limit_seconds: IMPLEMENT_TIME_LIMIT_SECONDS,
-          provider_credentials: credentials
-        })
+        return yield* withSecondaryRepositories(
+          run.organizationId,
+          configuration,
+          workItemAttempt(configuration, run, {
+            prompt: implementPrompt({
+              repository: fullName(repository),
+              title: plan.title,
+              plan: plan.plan,
+              request: found.item.summary ?? "",
+              checkoutPath: CHECKOUT
+            }),
+            instructions: yield* withConventions(run, IMPLEMENT_INSTRUCTIONS),
+            repositories: [yield* checkoutOf(run.organizationId, repository)],
+            time_limit_seconds: IMPLEMENT_TIME_LIMIT_SECONDS,
+            provider_credentials: credentials
+          })
+        )
       }),
     publish: ({ run, file }) =>
       Effect.gen(function* () {

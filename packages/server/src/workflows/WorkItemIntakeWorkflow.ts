@@ -6,7 +6,8 @@
  *
  * - prepare: the item's request, the organization's repositories, a checkout of the item's
  *   primary repository when it has one (default branch, installation token), the output contract
- *   (`IntakeOutput`) and the agent's credentials, as the review run has them.
+ *   (`IntakeOutput`), the team's approved memories, the approved secondary repositories read-only
+ *   and the agent's credentials, as the review run has them.
  * - publish: `outputs/intake.json` decoded with the domain contract; the item takes the
  *   decision's status (domain `afterIntake`) while this run is its active run, and the reply — the
  *   answer, the question, or the plan with how to approve it — is queued as the provider effect of
@@ -71,7 +72,7 @@ export const workItemIntakeWorkflow = Effect.gen(function* () {
   const outbox = yield* Outbox
 
   const setup = yield* makeWorkItemRunSetup
-  const { itemOf, agentOf, checkoutOf } = setup
+  const { itemOf, agentOf, checkoutOf, withConventions, withSecondaryRepositories } = setup
 
   /** The reply of a decision and the item's new details. */
   const decide = (found: WorkItemForRun, output: IntakeOutput, known: ReadonlyArray<Repository>) => {
@@ -122,23 +123,27 @@ export const workItemIntakeWorkflow = Effect.gen(function* () {
         const primary =
           run.repositoryId === null ? undefined : known.find((repository) => repository.id === run.repositoryId)
         const checkout = primary === undefined ? [] : [yield* checkoutOf(run.organizationId, primary)]
-        return workItemAttempt(configuration, run, {
-          prompt: intakePrompt({
-            title: found.item.title,
-            request: found.item.summary ?? "",
-            requester: found.item.requested_by_login,
-            followUps: (yield* workItems.messages(run.organizationId, found.item.id)).slice(
-              0,
-              found.conversationLength
-            ),
-            repositories: known.map(fullName),
-            checkout: primary === undefined ? null : { repository: fullName(primary), path: CHECKOUT }
-          }),
-          instructions: INTAKE_INSTRUCTIONS,
-          repositories: checkout,
-          time_limit_seconds: INTAKE_TIME_LIMIT_SECONDS,
-          provider_credentials: credentials
-        })
+        return yield* withSecondaryRepositories(
+          run.organizationId,
+          configuration,
+          workItemAttempt(configuration, run, {
+            prompt: intakePrompt({
+              title: found.item.title,
+              request: found.item.summary ?? "",
+              requester: found.item.requested_by_login,
+              followUps: (yield* workItems.messages(run.organizationId, found.item.id)).slice(
+                0,
+                found.conversationLength
+              ),
+              repositories: known.map(fullName),
+              checkout: primary === undefined ? null : { repository: fullName(primary), path: CHECKOUT }
+            }),
+            instructions: yield* withConventions(run, INTAKE_INSTRUCTIONS),
+            repositories: checkout,
+            time_limit_seconds: INTAKE_TIME_LIMIT_SECONDS,
+            provider_credentials: credentials
+          })
+        )
       }),
     publish: ({ run, file }) =>
       Effect.gen(function* () {

@@ -11,21 +11,14 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import {
-  eventually,
-  FakeGithub,
-  FakeModelServer,
-  type FakeModelTurn,
-  type GitRepository,
-  makeGitRepository
-} from "@bosun/testing"
+import { eventually, FakeGithub, FakeModelServer, type FakeModelTurn, type GitRepository } from "@bosun/testing"
 import { assert, layer } from "@effect/vitest"
-import { Context, Duration, Effect, Layer } from "effect"
+import { Context, Duration, Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { connectFakeAgent, layerTestRuntime, runtimeSettings, TestRuntime } from "../support/AgentStack.ts"
+import { connectFakeAgent, jsonRequest, layerAgentServer, layerGitRepository } from "../support/AgentStack.ts"
 import { signIn } from "../support/Identity.ts"
 import { deliveries, installApp } from "../support/InstalledApp.ts"
-import { layerTestServer, request } from "../support/TestServer.ts"
+import { request } from "../support/TestServer.ts"
 
 const ORG = "deep-scan-e2e"
 const OWNER = { id: 73_001, login: "acme-scan" }
@@ -152,35 +145,14 @@ class TestRepository extends Context.Service<TestRepository, GitRepository>()("t
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "bosun-deep-scan-"))
 
-const layerRepository = Layer.effect(
-  TestRepository,
-  Effect.gen(function* () {
-    const repository = yield* Effect.promise(() => makeGitRepository(path.join(root, "git"), REPO))
-    ;(yield* FakeGithub).addGitRepository(REPO, repository.dir)
-    return repository
-  })
-)
-
-const Server = Layer.unwrap(
-  Effect.gen(function* () {
-    const github = yield* FakeGithub
-    const runtime = yield* TestRuntime
-    return layerTestServer({
-      settings: { githubApiUrl: new URL(github.apiUrl), runtime: runtimeSettings(runtime) }
-    })
-  })
-).pipe(
-  Layer.provideMerge(layerRepository),
-  Layer.provideMerge(layerTestRuntime("bosun-deep-scan")),
-  Layer.provideMerge(FakeModelServer.layer({ turns: [...scanTurns, ...scanTurns, ...fixTurns], title: "Scan" })),
-  Layer.provideMerge(FakeGithub.layer)
-)
-
-const json = (cookie: string, method: string, body?: unknown): RequestInit => ({
-  method,
-  headers: { cookie, "content-type": "application/json" },
-  ...(body === undefined ? {} : { body: JSON.stringify(body) })
+const Server = layerAgentServer({
+  name: "bosun-deep-scan",
+  title: "Scan",
+  turns: [...scanTurns, ...scanTurns, ...fixTurns],
+  repositories: layerGitRepository(TestRepository, root, REPO)
 })
+
+const json = jsonRequest
 
 const setUp = Effect.gen(function* () {
   const repository = yield* TestRepository

@@ -124,6 +124,17 @@ describe("embedded start", () => {
           (yield* Effect.promise(() => fs.readFile(path.join(dataDir, "pg", "postmaster.pid"), "utf8"))).split("\n")[0]
         )
         process.kill(pid, "SIGTERM")
+        // Stopped before the data directory is removed: a Postgres still shutting down writes into
+        // it. Its shutdown's last step removes postmaster.pid (a zombie's pid would still answer).
+        const pidFile = Effect.promise(() =>
+          fs.access(path.join(dataDir, "pg", "postmaster.pid")).then(
+            () => true,
+            () => false
+          )
+        )
+        yield* eventually(pidFile, (present) => !present).pipe(
+          Effect.catch(() => Effect.die(new Error(`the embedded Postgres (pid ${pid}) did not stop`)))
+        )
       }),
     120_000
   )

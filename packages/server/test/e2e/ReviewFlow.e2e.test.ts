@@ -54,6 +54,11 @@ const outputFor = (request: FakeModelRequest): ReviewOutput => {
   return { summary: "The prompt named no head this test knows.", findings: [] }
 }
 
+const NOT_A_CONVENTION = {
+  propose: false,
+  reason: "It explains this one finding (the index is validated upstream); it states no rule for future code."
+}
+
 const reviewTurns = (reviews: number): ReadonlyArray<FakeModelTurn> =>
   Array.from(
     { length: reviews },
@@ -64,10 +69,17 @@ const reviewTurns = (reviews: number): ReadonlyArray<FakeModelTurn> =>
         calls: [
           {
             name: "bash",
-            arguments: (request) => ({
-              command: `sed -n 3p repo/${FILE} && cat > "$BOSUN_OUTPUT_DIR/review.json" <<'JSON'\n${JSON.stringify(outputFor(request))}\nJSON`,
-              description: "Read line 3 and write the review"
-            })
+            arguments: (request) =>
+              // A reply on a finding is feedback Bosun learns from: its memory-distill run asks too.
+              JSON.stringify(request.body).includes("memory keeper")
+                ? {
+                    command: `cat > "$BOSUN_OUTPUT_DIR/memory.json" <<'JSON'\n${JSON.stringify(NOT_A_CONVENTION)}\nJSON`,
+                    description: "Write the memory decision"
+                  }
+                : {
+                    command: `sed -n 3p repo/${FILE} && cat > "$BOSUN_OUTPUT_DIR/review.json" <<'JSON'\n${JSON.stringify(outputFor(request))}\nJSON`,
+                    description: "Read line 3 and write the review"
+                  }
           }
         ],
         usage: { input: 900, output: 60 }
@@ -116,7 +128,7 @@ const Server = Layer.unwrap(
 ).pipe(
   Layer.provideMerge(layerRepository),
   Layer.provideMerge(layerRuntime),
-  Layer.provideMerge(FakeModelServer.layer({ turns: reviewTurns(3), title: "Review" })),
+  Layer.provideMerge(FakeModelServer.layer({ turns: reviewTurns(4), title: "Review" })),
   Layer.provideMerge(FakeGithub.layer)
 )
 
@@ -392,6 +404,23 @@ layer(Server, { excludeTestServices: true, timeout: Duration.minutes(5) })("pull
           })
         )
         assert.isNull(yield* processed(reply.id))
+        // The reply is feedback: its distill run decides it states no convention, and proposes nothing.
+        const sql = yield* SqlClient.SqlClient
+        const distilled = yield* eventually(
+          sql<{ status: string; source: string }>`
+            SELECT status, input_snapshot->'source'->>'text' AS source FROM workflow_runs
+            WHERE organization_id = ${ORG} AND workflow_type = 'memory_distill'`,
+          (runs) => runs.length === 1 && ["SUCCEEDED", "FAILED"].includes(runs[0]?.status ?? ""),
+          Duration.seconds(60)
+        )
+        assert.deepStrictEqual(
+          distilled.map((run) => ({ ...run })),
+          [{ status: "SUCCEEDED", source: "Not an issue: the index is validated upstream." }]
+        )
+        const [proposed] = yield* sql<{
+          n: string
+        }>`SELECT count(*)::text AS n FROM memories WHERE organization_id = ${ORG}`
+        assert.strictEqual(proposed?.n, "0")
 
         // The next push: the agent reports B again; it is not raised.
         const head3 = yield* push(1, THIRD, base, head2)
@@ -406,7 +435,6 @@ layer(Server, { excludeTestServices: true, timeout: Duration.minutes(5) })("pull
           { title: A.title, state: "RESOLVED" },
           { title: D.title, state: "OPEN" }
         ])
-        const sql = yield* SqlClient.SqlClient
         const [listed] = yield* sql<{ open_findings: number; resolved_findings: number; review_status: string }>`
           SELECT open_findings, resolved_findings, review_status FROM pull_requests
           WHERE organization_id = ${ORG} AND repository_id = ${repositoryId} AND number = 1`

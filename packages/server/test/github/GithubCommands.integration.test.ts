@@ -602,7 +602,7 @@ layer(Server, { excludeTestServices: true })(
         assert.strictEqual(yield* processed(bare), "@bosun-review without a command; the commands were posted")
 
         const commands =
-          "`@bosun-review review` reviews this pull request now, `@bosun-review pause` pauses Bosun's reviews of this repository, `@bosun-review resume` resumes them."
+          "`@bosun-review review` reviews this pull request now, `@bosun-review pause` pauses Bosun's reviews of this repository, `@bosun-review resume` resumes them, `@bosun-review remember <convention>` proposes a convention for Bosun's reviews."
         assert.deepStrictEqual(yield* postedComments(t, 81, 2), [
           {
             login: `${SLUG}[bot]`,

@@ -7,7 +7,7 @@
  */
 import type { ContextSuggestion, RepositoryConfiguration } from "@bosun/domain"
 import { assert, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { ContextSuggestionsRepo } from "../../src/persistence/ContextSuggestionsRepo.ts"
 import { RepositoriesRepo } from "../../src/persistence/RepositoriesRepo.ts"
 import { errorCode, signIn } from "../support/Identity.ts"
@@ -38,14 +38,16 @@ const fixture = (org: string) =>
       name: "lib",
       defaultBranch: "main"
     })
-    const suggestion = yield* suggestions.propose(org, {
-      primaryRepositoryId: primary.id,
-      secondaryRepositoryId: secondary.id,
-      secondaryOwner: "acme",
-      secondaryName: "lib",
-      source: "IMPORT_ANALYSIS",
-      reason: "app imports acme/lib"
-    })
+    const suggestion = yield* suggestions
+      .propose(org, {
+        primaryRepositoryId: primary.id,
+        secondaryRepositoryId: secondary.id,
+        secondaryOwner: "acme",
+        secondaryName: "lib",
+        source: "IMPORT_ANALYSIS",
+        reason: "app imports acme/lib"
+      })
+      .pipe(Effect.map(Option.getOrThrow))
     return { admin, member, primary, secondary, suggestion }
   })
 
@@ -107,13 +109,15 @@ layer(layerTestServer(), { excludeTestServices: true })("context suggestions", (
         name: "sdk",
         defaultBranch: "main"
       })
-      const second = yield* suggestions.propose("cs-race", {
-        primaryRepositoryId: f.primary.id,
-        secondaryRepositoryId: third.id,
-        secondaryOwner: "acme",
-        secondaryName: "sdk",
-        source: "IMPORT_ANALYSIS"
-      })
+      const second = yield* suggestions
+        .propose("cs-race", {
+          primaryRepositoryId: f.primary.id,
+          secondaryRepositoryId: third.id,
+          secondaryOwner: "acme",
+          secondaryName: "sdk",
+          source: "IMPORT_ANALYSIS"
+        })
+        .pipe(Effect.map(Option.getOrThrow))
       const results = yield* Effect.all(
         [
           decide(f.admin.cookie, "cs-race", f.primary.id, f.suggestion.id, "approve"),

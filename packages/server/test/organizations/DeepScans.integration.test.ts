@@ -9,6 +9,7 @@ import { FakeGithub } from "@bosun/testing"
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
+import { launchDueScans } from "../../src/deepscan/DeepScanSchedules.ts"
 import { fingerprintOf } from "../../src/deepscan/FindingVerification.ts"
 import { DeepScanFindingsRepo } from "../../src/persistence/DeepScanFindingsRepo.ts"
 import { GithubAppsRepo } from "../../src/persistence/GithubAppsRepo.ts"
@@ -565,6 +566,159 @@ layer(Server, { excludeTestServices: true })("deep scans", (it) => {
         const suppressions = yield* sql`SELECT 1 FROM deep_scan_suppressions WHERE organization_id = 'org-a'`
         assert.strictEqual(suppressions.length, 0)
       })
+    )
+  })
+
+  describe("schedules", () => {
+    const schedulePath = (org: string, repositoryId: string) =>
+      `/api/v1/organizations/${org}/repositories/${repositoryId}/deep-scan-schedule`
+    const send = (cookie: string, method: string, body?: unknown) => ({
+      method,
+      headers: { cookie, "content-type": "application/json" },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) })
+    })
+    const resetSchedules = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      Effect.andThen(sql`DELETE FROM deep_scan_schedules`, reset)
+    )
+    const admin = signIn("scan-admin", [["org-a", "ADMIN"]])
+
+    it.effect(
+      "an admin sets a repository's cron; members read it with its next occurrence; it is audited; removing it answers 204",
+      () =>
+        Effect.gen(function* () {
+          const f = yield* fixture
+          yield* resetSchedules
+          const sql = yield* SqlClient.SqlClient
+          const owner = yield* admin
+          const set = yield* request(
+            schedulePath("org-a", f.repo.id),
+            send(owner.cookie, "PUT", { cron: "  30 2 * * 1 " })
+          )
+          assert.strictEqual(set.status, 200, set.text)
+          const schedule = (set.json as { data: Record<string, unknown> }).data
+          assert.deepStrictEqual(Object.keys(schedule).sort(), [
+            "cron",
+            "last_deep_scan_id",
+            "last_error",
+            "last_run_at",
+            "last_run_id",
+            "next_run_at",
+            "repository_id",
+            "updated_at"
+          ])
+          assert.strictEqual(schedule.cron, "30 2 * * 1")
+          assert.strictEqual(schedule.repository_id, f.repo.id)
+          const next = new Date(String(schedule.next_run_at))
+          assert.deepStrictEqual([next.getUTCDay(), next.getUTCHours(), next.getUTCMinutes()], [1, 2, 30])
+          assert.isTrue(next.getTime() > Date.now() && next.getTime() - Date.now() <= 7 * 86_400_000)
+          assert.deepStrictEqual(
+            [schedule.last_run_at, schedule.last_deep_scan_id, schedule.last_run_id, schedule.last_error],
+            [null, null, null, null]
+          )
+          const read = yield* request(schedulePath("org-a", f.repo.id), send(f.member.cookie, "GET"))
+          assert.deepStrictEqual((read.json as { data: unknown }).data, schedule)
+          const [audited] = yield* sql<{ n: string }>`
+            SELECT count(*)::text AS n FROM audit_events WHERE action = 'deep_scan.schedule.set'
+              AND target = ${`repository:${f.repo.id}`}`
+          assert.strictEqual(audited?.n, "1")
+          const removed = yield* request(schedulePath("org-a", f.repo.id), send(owner.cookie, "DELETE"))
+          assert.strictEqual(removed.status, 204)
+          const gone = yield* request(schedulePath("org-a", f.repo.id), send(f.member.cookie, "GET"))
+          assert.strictEqual(gone.status, 404)
+          const again = yield* request(schedulePath("org-a", f.repo.id), send(owner.cookie, "DELETE"))
+          assert.strictEqual(again.status, 404)
+        })
+    )
+
+    it.effect(
+      "answers 400 invalid_cron for what is not five cron fields, 401 without a session, 403 to a member, 404 across organizations, writing nothing",
+      () =>
+        Effect.gen(function* () {
+          const f = yield* fixture
+          yield* resetSchedules
+          const sql = yield* SqlClient.SqlClient
+          const owner = yield* admin
+          for (const cron of ["every day at 2", "10 11 * *", "61 * * * *", "0 0 * * * *", "0 25 * * *"]) {
+            const bad = yield* request(schedulePath("org-a", f.repo.id), send(owner.cookie, "PUT", { cron }))
+            assert.strictEqual(bad.status, 400, cron)
+            assert.strictEqual(errorCode(bad.json), "invalid_cron", cron)
+          }
+          for (const body of [{}, { cron: 5 }, { cron: "* *" }]) {
+            const bad = yield* request(schedulePath("org-a", f.repo.id), send(owner.cookie, "PUT", body))
+            assert.strictEqual(bad.status, 400, JSON.stringify(body))
+            assert.strictEqual(errorCode(bad.json), "invalid_body")
+          }
+          const anonymous = yield* request(schedulePath("org-a", f.repo.id), {
+            method: "PUT",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ cron: "0 3 * * *" })
+          })
+          assert.strictEqual(anonymous.status, 401)
+          const member = yield* request(
+            schedulePath("org-a", f.repo.id),
+            send(f.member.cookie, "PUT", { cron: "0 3 * * *" })
+          )
+          assert.strictEqual(member.status, 403)
+          for (const [cookie, target] of [
+            [f.outsider.cookie, schedulePath("org-a", f.repo.id)],
+            [owner.cookie, schedulePath("org-a", f.repoB.id)],
+            [owner.cookie, schedulePath("org-b", f.repoB.id)],
+            [owner.cookie, schedulePath("org-a", "no-such-repository")]
+          ] as const) {
+            const response = yield* request(target, send(cookie, "PUT", { cron: "0 3 * * *" }))
+            assert.strictEqual(response.status, 404, target)
+            assert.strictEqual(errorCode(response.json), "not_found")
+          }
+          const [rows] = yield* sql<{ n: string }>`SELECT count(*)::text AS n FROM deep_scan_schedules`
+          assert.strictEqual(rows?.n, "0")
+        })
+    )
+
+    it.effect(
+      "a due occurrence launches one scan at the default branch's head, however many runners look at once, and moves to the next; an unreachable repository records why",
+      () =>
+        Effect.gen(function* () {
+          const f = yield* fixture
+          yield* resetSchedules
+          const sql = yield* SqlClient.SqlClient
+          const owner = yield* admin
+          for (const repositoryId of [f.repo.id, f.uninstalled.id]) {
+            const set = yield* request(
+              schedulePath("org-a", repositoryId),
+              send(owner.cookie, "PUT", { cron: "0 4 * * *" })
+            )
+            assert.strictEqual(set.status, 200, set.text)
+          }
+          yield* sql`UPDATE deep_scan_schedules SET next_run_at = now() - interval '1 minute'`
+          // Three runners' crons at once (and the cluster's own, should it tick): one scan per occurrence.
+          yield* Effect.all([launchDueScans, launchDueScans, launchDueScans], { concurrency: 3 })
+          const scans = yield* sql<{ id: string; run_id: string; head_sha: string; requested_by: string | null }>`
+            SELECT id, run_id, head_sha, requested_by FROM deep_scans WHERE repository_id = ${f.repo.id}`
+          assert.strictEqual(scans.length, 1)
+          assert.deepStrictEqual([scans[0]?.head_sha, scans[0]?.requested_by], [HEAD_1, null])
+          const [run] = yield* sql<{ workflow_type: string }>`
+            SELECT workflow_type FROM workflow_runs WHERE id = ${scans[0]?.run_id ?? ""}`
+          assert.strictEqual(run?.workflow_type, "deep_scan")
+          const read = yield* request(schedulePath("org-a", f.repo.id), send(f.member.cookie, "GET"))
+          const schedule = (read.json as { data: Record<string, string | null> }).data
+          assert.strictEqual(schedule.last_deep_scan_id, scans[0]?.id)
+          assert.strictEqual(schedule.last_run_id, scans[0]?.run_id)
+          assert.isNull(schedule.last_error)
+          assert.isTrue(Date.parse(schedule.next_run_at ?? "") > Date.now())
+          assert.strictEqual(new Date(schedule.next_run_at ?? "").getUTCHours(), 4)
+          assert.isTrue(Date.now() - Date.parse(schedule.last_run_at ?? "") < 60_000)
+
+          const failed = yield* request(schedulePath("org-a", f.uninstalled.id), send(f.member.cookie, "GET"))
+          const broken = (failed.json as { data: Record<string, string | null> }).data
+          assert.isNull(broken.last_deep_scan_id)
+          assert.isString(broken.last_error)
+          assert.isTrue(Date.parse(broken.next_run_at ?? "") > Date.now(), "a broken occurrence does not repeat")
+          const [none] = yield* sql<{ n: string }>`
+            SELECT count(*)::text AS n FROM deep_scans WHERE repository_id = ${f.uninstalled.id}`
+          assert.strictEqual(none?.n, "0")
+          // Nothing is due now: another look launches nothing.
+          assert.strictEqual(yield* launchDueScans, 0)
+        })
     )
   })
 })

@@ -8,7 +8,7 @@ import type { Memory } from "@bosun/domain"
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { MemoriesRepo } from "../../src/persistence/MemoriesRepo.ts"
+import { type FeedbackSource, MemoriesRepo } from "../../src/persistence/MemoriesRepo.ts"
 import { RepositoriesRepo } from "../../src/persistence/RepositoriesRepo.ts"
 import { errorCode, signIn } from "../support/Identity.ts"
 import { layerTestServer, request } from "../support/TestServer.ts"
@@ -19,6 +19,25 @@ const patch = (cookie: string, path: string, body: unknown) =>
     headers: { cookie, "content-type": "application/json" },
     body: JSON.stringify(body)
   })
+
+const post = (cookie: string, path: string, body: unknown) =>
+  request(path, {
+    method: "POST",
+    headers: { cookie, "content-type": "application/json" },
+    body: JSON.stringify(body)
+  })
+
+const source = (runId: string, excerpt: string): FeedbackSource => ({
+  sourceType: "REVIEW_REPLY",
+  sourceUrl: `https://github.example/acme/service/pull/7#discussion_r${runId.length}`,
+  commentId: 9_001,
+  pullRequestNumber: 7,
+  filePath: "src/db.ts",
+  findingId: null,
+  runId,
+  actor: "dev-anna",
+  excerpt
+})
 
 const fixture = Effect.gen(function* () {
   const repositories = yield* RepositoriesRepo
@@ -65,6 +84,7 @@ layer(layerTestServer(), { excludeTestServices: true })("memories", (it) => {
         "approved_by_login",
         "convention",
         "created_at",
+        "effect",
         "enabled",
         "id",
         "last_toggled_at",
@@ -86,6 +106,7 @@ layer(layerTestServer(), { excludeTestServices: true })("memories", (it) => {
         "source_run_id",
         "source_type",
         "source_url",
+        "sources",
         "updated_at"
       ])
       assert.deepStrictEqual(
@@ -117,6 +138,13 @@ layer(layerTestServer(), { excludeTestServices: true })("memories", (it) => {
           source_run_id: null,
           source_type: "REVIEW_FEEDBACK",
           source_url: "https://github.example/acme/service/pull/7#discussion_r1",
+          effect: {
+            runs: 0,
+            findings_shaped: 0,
+            findings_suppressed: 0,
+            feedback: { open: 0, resolved: 0, dismissed: 0 }
+          },
+          sources: [],
           updated_at: "t"
         }
       )
@@ -244,6 +272,13 @@ layer(layerTestServer(), { excludeTestServices: true })("memories", (it) => {
           source_run_id: null,
           source_type: "REVIEW_FEEDBACK",
           source_url: "https://github.example/acme/service/pull/7#discussion_r1",
+          effect: {
+            runs: 0,
+            findings_shaped: 0,
+            findings_suppressed: 0,
+            feedback: { open: 0, resolved: 0, dismissed: 0 }
+          },
+          sources: [],
           updated_at: "t"
         }
       )
@@ -287,6 +322,232 @@ layer(layerTestServer(), { excludeTestServices: true })("memories", (it) => {
           assert.strictEqual(long.status, 400, target)
           assert.strictEqual(errorCode(long.json), "invalid_path_parameter")
         }
+      })
+  )
+
+  it.effect(
+    "approves a proposed memory once: approved_by/at recorded, audited, disabled until enabled; a second decision is 409 memory_already_decided and changes nothing",
+    () =>
+      Effect.gen(function* () {
+        const f = yield* fixture
+        const sql = yield* SqlClient.SqlClient
+        const path = `/api/v1/organizations/mem-org/memories/${f.proposed.id}/decision`
+        const approved = yield* post(f.admin.cookie, path, { decision: "approve" })
+        assert.strictEqual(approved.status, 200, approved.text)
+        const memory = (approved.json as { data: Memory }).data
+        assert.strictEqual(memory.lifecycle, "APPROVED")
+        assert.strictEqual(memory.approved_by, f.admin.userId)
+        assert.strictEqual(memory.approved_by_login, "mem-admin")
+        assert.isTrue(Date.now() - Date.parse(memory.approved_at ?? "") < 60_000)
+        // The spec has `enabled` set by the PATCH alone.
+        assert.strictEqual(memory.enabled, false)
+        const again = yield* post(f.admin.cookie, path, { decision: "reject" })
+        assert.strictEqual(again.status, 409)
+        assert.strictEqual(errorCode(again.json), "memory_already_decided")
+        const after = yield* (yield* MemoriesRepo).find("mem-org", f.proposed.id)
+        assert.strictEqual(after._tag === "Some" ? after.value.lifecycle : undefined, "APPROVED")
+        const audits = yield* sql<{ action: string }>`
+          SELECT action FROM audit_events WHERE target = ${`memory:${f.proposed.id}`} ORDER BY created_at`
+        assert.deepStrictEqual(
+          audits.map((row) => row.action),
+          ["memory.approve"]
+        )
+        const enabled = yield* patch(f.admin.cookie, `/api/v1/organizations/mem-org/memories/${f.proposed.id}`, {
+          enabled: true
+        })
+        assert.strictEqual((enabled.json as { data: Memory }).data.enabled, true)
+      })
+  )
+
+  it.effect(
+    "a rejected memory is REJECTED and cannot be enabled; deciding answers 401 without a session, 404 across organizations, 403 for a MEMBER, 400 for a bad decision, writing nothing",
+    () =>
+      Effect.gen(function* () {
+        const f = yield* fixture
+        const sql = yield* SqlClient.SqlClient
+        const path = `/api/v1/organizations/mem-org/memories/${f.proposed.id}/decision`
+        const anonymous = yield* request(path, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ decision: "approve" })
+        })
+        assert.strictEqual(anonymous.status, 401)
+        for (const [cookie, target] of [
+          [f.outsider.cookie, path],
+          [f.admin.cookie, `/api/v1/organizations/mem-org/memories/${f.foreign.id}/decision`],
+          [f.admin.cookie, `/api/v1/organizations/mem-other/memories/${f.foreign.id}/decision`],
+          [f.admin.cookie, "/api/v1/organizations/mem-org/memories/no-such-memory/decision"]
+        ] as const) {
+          const response = yield* post(cookie, target, { decision: "approve" })
+          assert.strictEqual(response.status, 404, target)
+          assert.strictEqual(errorCode(response.json), "not_found")
+        }
+        const member = yield* post(f.member.cookie, path, { decision: "approve" })
+        assert.strictEqual(member.status, 403)
+        for (const body of [{}, { decision: "maybe" }, { decision: true }]) {
+          const bad = yield* post(f.admin.cookie, path, body)
+          assert.strictEqual(bad.status, 400, JSON.stringify(body))
+          assert.strictEqual(errorCode(bad.json), "invalid_body")
+        }
+        const foreign = yield* (yield* MemoriesRepo).find("mem-other", f.foreign.id)
+        assert.strictEqual(foreign._tag === "Some" ? foreign.value.lifecycle : undefined, "PROPOSED")
+        const [untouched] = yield* sql<{ lifecycle: string; n: string }>`
+          SELECT m.lifecycle, (SELECT count(*)::text FROM audit_events WHERE target = ${`memory:${f.proposed.id}`}) AS n
+          FROM memories m WHERE m.id = ${f.proposed.id}`
+        assert.deepStrictEqual({ ...untouched }, { lifecycle: "PROPOSED", n: "0" })
+
+        const rejected = yield* post(f.admin.cookie, path, { decision: "reject" })
+        assert.strictEqual(rejected.status, 200, rejected.text)
+        const memory = (rejected.json as { data: Memory }).data
+        assert.deepStrictEqual([memory.lifecycle, memory.approved_by, memory.approved_at], ["REJECTED", null, null])
+        const enable = yield* patch(f.admin.cookie, `/api/v1/organizations/mem-org/memories/${f.proposed.id}`, {
+          enabled: true
+        })
+        assert.strictEqual(enable.status, 409)
+        assert.strictEqual(errorCode(enable.json), "memory_not_approved")
+      })
+  )
+
+  it.effect(
+    "a distilled convention is proposed with its provenance; one that restates it (named, or in other case and punctuation) is merged with its source appended, and a run that publishes again appends nothing",
+    () =>
+      Effect.gen(function* () {
+        const f = yield* fixture
+        const memories = yield* MemoriesRepo
+        const learned = {
+          convention: "Queries go through db.query with parameters.",
+          purpose: "no SQL injection",
+          rationale: "the team's data layer parameterizes",
+          scope: "REPOSITORY" as const,
+          language: "typescript",
+          restatesMemoryId: null
+        }
+        const first = yield* memories.learn(
+          "mem-org",
+          f.repository.id,
+          learned,
+          source("run-a", "we always use db.query")
+        )
+        assert.isFalse(first.merged)
+        assert.strictEqual(first.memory.lifecycle, "PROPOSED")
+        assert.strictEqual(first.memory.scope, "REPOSITORY")
+        assert.strictEqual(first.memory.repository_id, f.repository.id)
+        assert.strictEqual(first.memory.source_type, "REVIEW_REPLY")
+        assert.strictEqual(first.memory.source_run_id, "run-a")
+        assert.strictEqual(first.memory.source_actor, "dev-anna")
+        assert.strictEqual(first.memory.proposed_by_login, "dev-anna")
+        assert.isNull(first.memory.proposed_by)
+        assert.deepStrictEqual(first.memory.metadata, {
+          file_path: "src/db.ts",
+          language: "typescript",
+          pull_request_number: 7,
+          source_comment_id: 9_001
+        })
+        assert.deepStrictEqual(
+          first.memory.sources.map((entry) => [entry.source_run_id, entry.excerpt, entry.source_actor]),
+          [["run-a", "we always use db.query", "dev-anna"]]
+        )
+
+        const sameWords = yield* memories.learn(
+          "mem-org",
+          f.repository.id,
+          { ...learned, convention: "queries go through DB.query, with parameters" },
+          source("run-b", "db.query again")
+        )
+        assert.isTrue(sameWords.merged)
+        assert.strictEqual(sameWords.memory.id, first.memory.id)
+        const named = yield* memories.learn(
+          "mem-org",
+          f.repository.id,
+          { ...learned, convention: "Parameterize SQL", restatesMemoryId: first.memory.id },
+          source("run-c", "parameterize please")
+        )
+        assert.deepStrictEqual([named.merged, named.memory.id], [true, first.memory.id])
+        const replayed = yield* memories.learn("mem-org", f.repository.id, learned, source("run-c", "parameterize"))
+        assert.deepStrictEqual([replayed.merged, replayed.memory.id], [true, first.memory.id])
+        assert.deepStrictEqual(
+          replayed.memory.sources.map((entry) => entry.source_run_id),
+          ["run-a", "run-b", "run-c"]
+        )
+        // Another organization's memory of the same words is not merged into.
+        const other = yield* memories.learn(
+          "mem-other",
+          null,
+          { ...learned, scope: "ORGANIZATION" },
+          source("run-d", "x")
+        )
+        assert.isFalse(other.merged)
+        assert.strictEqual(other.memory.scope, "ORGANIZATION")
+        const listed = (yield* memories.list("mem-org")).filter((memory) => memory.convention === learned.convention)
+        assert.strictEqual(listed.length, 1)
+      })
+  )
+
+  it.effect(
+    "a memory's effect counts the runs it was given to, the findings it shaped or suppressed there, and the feedback on the shaped findings since",
+    () =>
+      Effect.gen(function* () {
+        const f = yield* fixture
+        const sql = yield* SqlClient.SqlClient
+        const memories = yield* MemoriesRepo
+        const approved = yield* memories.propose("mem-org", { repositoryId: f.repository.id, convention: "Effect.fn" })
+        yield* memories.decide("mem-org", approved.id, true, f.admin.userId)
+        const none = yield* memories.forRun("mem-org", f.repository.id, { runId: "r0", workflowType: "review" })
+        assert.isFalse(
+          none.some((memory) => memory.id === approved.id),
+          "a disabled memory is given to no run"
+        )
+        yield* memories.toggle("mem-org", approved.id, true, f.admin.userId)
+        for (const runId of ["r1", "r2", "r2"]) {
+          const given = yield* memories.forRun("mem-org", f.repository.id, { runId, workflowType: "review" })
+          assert.isTrue(given.some((memory) => memory.id === approved.id))
+        }
+        const other = yield* memories.forRun("mem-org", null, { runId: "r3", workflowType: "work_item_intake" })
+        assert.isFalse(
+          other.some((memory) => memory.id === approved.id),
+          "a repository's memory is not the organization's"
+        )
+        for (const [fingerprint, state] of [
+          ["fp-open", "OPEN"],
+          ["fp-fixed", "RESOLVED"],
+          ["fp-wrong", "DISMISSED"]
+        ] as const) {
+          yield* sql`
+            INSERT INTO review_findings (organization_id, repository_id, pull_request_number, fingerprint, path,
+                                         start_line, end_line, side, severity, category, title, placement, state,
+                                         first_run_id, last_run_id)
+            VALUES ('mem-org', ${f.repository.id}, 7, ${fingerprint}, 'src/a.ts', 1, 1, 'RIGHT', 'LOW', 'style',
+                    ${fingerprint}, 'INLINE', ${state}, 'r1', 'r1')`
+        }
+        const shaped = (fingerprint: string) => ({
+          memoryId: approved.id,
+          effect: "SHAPED" as const,
+          fingerprint,
+          path: "src/a.ts",
+          note: null
+        })
+        yield* memories.recordEffects("mem-org", "r1", { repositoryId: f.repository.id, number: 7 }, [
+          shaped("fp-open"),
+          shaped("fp-fixed"),
+          { memoryId: approved.id, effect: "SUPPRESSED", fingerprint: null, path: "src/b.ts", note: "fine here" },
+          // A memory the run was not given is not credited.
+          { ...shaped("fp-open"), memoryId: f.proposed.id }
+        ])
+        yield* memories.recordEffects("mem-org", "r2", { repositoryId: f.repository.id, number: 7 }, [
+          shaped("fp-open"),
+          shaped("fp-wrong")
+        ])
+        const response = yield* request(`/api/v1/organizations/mem-org/memories/${approved.id}`, {
+          headers: { cookie: f.member.cookie }
+        })
+        assert.deepStrictEqual((response.json as { data: Memory }).data.effect, {
+          runs: 2,
+          findings_shaped: 3,
+          findings_suppressed: 1,
+          feedback: { open: 1, resolved: 1, dismissed: 1 }
+        })
+        const proposed = yield* memories.find("mem-org", f.proposed.id)
+        assert.strictEqual(proposed._tag === "Some" ? proposed.value.effect.findings_shaped : -1, 0)
       })
   )
 })

@@ -56,18 +56,28 @@ describe("review instructions", () => {
       policy: { ...policy, guidance: "Focus on the SQL layer." },
       customInstructions: "We use Effect; never throw.",
       conventions: [
-        { convention: "Queries are parameterized", rationale: "SQL injection" },
-        { convention: "No default exports", rationale: null }
+        { id: "mem-1", convention: "Queries are parameterized", rationale: "SQL injection" },
+        { id: "mem-2", convention: "No default exports", rationale: null }
       ],
       describePullRequest: false
     })
     assert.include(text, "Strictness HIGH")
     assert.include(text, "Focus on the SQL layer.")
     assert.include(text, "We use Effect; never throw.")
-    assert.include(text, "- Queries are parameterized (why: SQL injection)")
-    assert.include(text, "- No default exports\n")
+    // Each with its id, which the agent cites in memory_ids and suppressed: how a memory's effect is measured.
+    assert.include(text, "- [mem-1] Queries are parameterized (why: SQL injection)")
+    assert.include(text, "- [mem-2] No default exports\n")
     assert.include(text, "BOSUN_OUTPUT_DIR")
-    for (const field of ['"summary"', '"findings"', '"start_line"', '"side"', '"severity"', '"suggestion"']) {
+    for (const field of [
+      '"summary"',
+      '"findings"',
+      '"start_line"',
+      '"side"',
+      '"severity"',
+      '"suggestion"',
+      '"memory_ids"',
+      '"suppressed"'
+    ]) {
       assert.include(text, field)
     }
     const plain = reviewInstructions({ policy, customInstructions: "  ", conventions: [], describePullRequest: false })

@@ -14,6 +14,7 @@ import { EffectsConsumerLive } from "../../src/effects/EffectsConsumer.ts"
 import { GithubAppsRepo } from "../../src/persistence/GithubAppsRepo.ts"
 import { OrganizationsRepo } from "../../src/persistence/OrganizationsRepo.ts"
 import { GitHubApp } from "../../src/providers/GitHubApp.ts"
+import { GitHubBranches } from "../../src/providers/GitHubBranches.ts"
 import { GitHubPulls } from "../../src/providers/GitHubPulls.ts"
 import { LinearTokens } from "../../src/providers/LinearTokens.ts"
 import { LinearTracker } from "../../src/providers/LinearTracker.ts"
@@ -82,9 +83,9 @@ export const layerReviewPublishStack = (org: string, repository: string) => {
               )
             ),
             Layer.provideMerge(layerPostgres(QUEUES)),
-            Layer.provideMerge(GitHubPulls.layer),
+            Layer.provideMerge(Layer.merge(GitHubPulls.layer, GitHubBranches.layer)),
             Layer.provideMerge(GitHubApp.layer),
-            Layer.provide(layerMemory),
+            Layer.provideMerge(layerMemory),
             Layer.provideMerge(config),
             Layer.provideMerge(layerTestServices)
           )
