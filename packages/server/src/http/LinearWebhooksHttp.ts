@@ -40,6 +40,17 @@ export const HANDLED_LINEAR_EVENTS: ReadonlySet<string> = new Set(["Issue", "Com
 const decodePayload = Schema.decodeUnknownOption(Schema.fromJsonString(Schema.Record(Schema.String, Schema.Unknown)))
 
 /** Constant-time comparison of the hex signature with the one the secret gives. */
+/**
+ * A delivery's subject (`WebhookDeliveries`): the issue it is about — an Issue's own id, a
+ * Comment's `issueId` — so a comment is never applied before the issue's earlier delivery.
+ */
+const issueOf = (event: string, payload: Readonly<Record<string, unknown>>): string | null => {
+  const data = payload.data
+  if (typeof data !== "object" || data === null) return null
+  const id = (data as Readonly<Record<string, unknown>>)[event === "Comment" ? "issueId" : "id"]
+  return typeof id === "string" && id.length > 0 && id.length <= 512 ? id : null
+}
+
 export const linearSignatureMatches = (secret: string, body: string, signature: string) => {
   const expected = createHmac("sha256", secret).update(body).digest()
   const given = /^[0-9a-f]{64}$/i.test(signature) ? Buffer.from(signature, "hex") : Buffer.alloc(0)
@@ -111,7 +122,8 @@ export const LinearWebhooksHttp = group(
                   organizationId,
                   event,
                   action: typeof payload.action === "string" ? payload.action : null,
-                  payload
+                  payload,
+                  subject: issueOf(event, payload)
                 },
                 handled ? null : `event ${event} is not handled`
               )

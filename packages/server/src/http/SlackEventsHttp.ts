@@ -59,6 +59,13 @@ export const slackSignatureMatches = (secret: string, timestamp: string, body: s
 const text = (value: unknown, max: number) =>
   typeof value === "string" && value.length > 0 && value.length <= max ? value : undefined
 
+/** A delivery's subject (`WebhookDeliveries`): its thread, so one thread's messages and clicks apply in order. */
+const threadOf = (channel: unknown, ts: unknown): string | null => {
+  const id = text(channel, 64)
+  const thread = text(ts, 64)
+  return id === undefined || thread === undefined ? null : `${id}:${thread}`
+}
+
 const objectOf = (value: unknown): Readonly<Record<string, unknown>> | undefined =>
   typeof value === "object" && value !== null && !Array.isArray(value)
     ? (value as Readonly<Record<string, unknown>>)
@@ -126,6 +133,7 @@ export const SlackEventsHttp = group(
         readonly event: string
         readonly action: string | null
         readonly payload: Readonly<Record<string, unknown>>
+        readonly subject: string | null
       },
       ignoredReason: string | null
     ) =>
@@ -188,7 +196,14 @@ export const SlackEventsHttp = group(
         }
         const organizationId = target.value
         const recorded = yield* recordDelivery(
-          { deliveryId: eventId, organizationId, event: eventType, action: text(event?.subtype, 64) ?? null, payload },
+          {
+            deliveryId: eventId,
+            organizationId,
+            event: eventType,
+            action: text(event?.subtype, 64) ?? null,
+            payload,
+            subject: threadOf(event?.channel, event?.thread_ts ?? event?.ts)
+          },
           HANDLED_SLACK_EVENTS.has(eventType) ? null : `event ${eventType} is not handled`
         )
         const retry = request.headers["x-slack-retry-num"]
@@ -242,7 +257,11 @@ export const SlackEventsHttp = group(
             organizationId: target.value,
             event: SLACK_BLOCK_ACTIONS,
             action: PLAN_BUTTON_ACTIONS[text(clicked.action_id, 255) ?? ""] ?? null,
-            payload
+            payload,
+            subject: threadOf(
+              objectOf(payload.channel)?.id,
+              objectOf(payload.message)?.thread_ts ?? objectOf(payload.message)?.ts
+            )
           },
           null
         )

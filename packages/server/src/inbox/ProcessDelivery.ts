@@ -2,7 +2,10 @@
  * How the Linear and Slack inbox handlers apply a delivery exactly once (issue 9; spec: Events
  * 3-4): the wake-up names the delivery; it is locked, applied and marked processed (or ignored,
  * with why) in one transaction, so a redelivered wake-up or a crash in between applies nothing
- * twice. A database failure fails the message, which the queue retries and finally dead-letters.
+ * twice. Deliveries about one subject are applied in arrival order, whatever order their wake-ups
+ * are handled in: the transaction serializes on the subject and first applies the subject's
+ * earlier deliveries still pending (their own wake-ups then find them processed). A database
+ * failure fails the message, which the queue retries and finally dead-letters.
  */
 import { Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
@@ -28,21 +31,27 @@ export const processDeliveryOnce = (
       const acted = yield* sql
         .withTransaction(
           Effect.gen(function* () {
+            yield* deliveries.serialize(pointer.organization_id, pointer.delivery_id)
             const found = yield* deliveries.lock(pointer.organization_id, pointer.delivery_id)
             if (found._tag === "None" || found.value.processedAt !== null) return false
-            const delivery = found.value
-            const outcome = yield* apply(delivery)
-            yield* deliveries.markProcessed(delivery.organizationId, delivery.deliveryId, outcome)
-            yield* Effect.logInfo(`${name}_delivery_processed`).pipe(
-              Effect.annotateLogs({
-                org_id: delivery.organizationId,
-                delivery_id: delivery.deliveryId,
-                event: delivery.event,
-                action: delivery.action,
-                ignored_reason: outcome
-              })
-            )
-            return outcome === null
+            const earlier = yield* deliveries.lockPendingBefore(found.value)
+            let acted = false
+            for (const delivery of [...earlier, found.value]) {
+              const outcome = yield* apply(delivery)
+              yield* deliveries.markProcessed(delivery.organizationId, delivery.deliveryId, outcome)
+              yield* Effect.logInfo(`${name}_delivery_processed`).pipe(
+                Effect.annotateLogs({
+                  org_id: delivery.organizationId,
+                  delivery_id: delivery.deliveryId,
+                  event: delivery.event,
+                  action: delivery.action,
+                  ignored_reason: outcome,
+                  ...(delivery === found.value ? {} : { applied_before: pointer.delivery_id })
+                })
+              )
+              acted ||= outcome === null
+            }
+            return acted
           })
         )
         .pipe(Effect.orDie)

@@ -3,7 +3,9 @@
  * `slack_deliveries`, which share their columns): recorded once per delivery id, in the caller's
  * transaction, so the delivery row and its inbox outbox row commit together and a repeated
  * delivery is recognised by its id (`duplicate: true`); then locked, processed and marked by the
- * inbox in one transaction. Rows are scoped by organization. (GitHub's deliveries keep their own
+ * inbox in one transaction. Deliveries about one subject (a Linear issue, a Slack thread) are
+ * applied in arrival order: the inbox serializes on the subject and applies the earlier pending
+ * ones first (`serialize`, `lockPendingBefore`). Rows are scoped by organization. (GitHub's deliveries keep their own
  * table and module: they carry the installation and are placed before they are recorded.)
  */
 import { Effect, Option } from "effect"
@@ -17,6 +19,8 @@ export interface WebhookDelivery {
   /** Linear: the action (create, update); Slack: the message subtype. */
   readonly action: string | null
   readonly payload: Readonly<Record<string, unknown>>
+  /** What the delivery is about, where the order of deliveries matters (a Linear issue id, a Slack thread). */
+  readonly subject: string | null
 }
 
 export interface WebhookDeliveriesShape {
@@ -30,12 +34,38 @@ export interface WebhookDeliveriesShape {
     organizationId: string,
     deliveryId: string
   ) => Effect.Effect<Option.Option<WebhookDelivery & { readonly processedAt: Date | null }>>
+  /**
+   * Waits, until the caller's transaction ends, for any other transaction applying a delivery of
+   * the same subject, so that a subject's deliveries are applied one at a time (and rows are never
+   * locked in opposite orders). Call it before `lock`; nothing is waited for without a subject.
+   */
+  readonly serialize: (organizationId: string, deliveryId: string) => Effect.Effect<void>
+  /** The subject's unprocessed deliveries received before `delivery`, oldest first, their rows locked. */
+  readonly lockPendingBefore: (delivery: WebhookDelivery) => Effect.Effect<ReadonlyArray<WebhookDelivery>>
   readonly markProcessed: (
     organizationId: string,
     deliveryId: string,
     ignoredReason: string | null
   ) => Effect.Effect<void>
 }
+
+interface DeliveryRow {
+  readonly delivery_id: string
+  readonly organization_id: string
+  readonly event: string
+  readonly action: string | null
+  readonly payload: Record<string, unknown>
+  readonly subject: string | null
+}
+
+const fromRow = (row: DeliveryRow): WebhookDelivery => ({
+  deliveryId: row.delivery_id,
+  organizationId: row.organization_id,
+  event: row.event,
+  action: row.action,
+  payload: row.payload,
+  subject: row.subject
+})
 
 export const makeWebhookDeliveries = (table: "linear_deliveries" | "slack_deliveries") =>
   Effect.gen(function* () {
@@ -45,34 +75,45 @@ export const makeWebhookDeliveries = (table: "linear_deliveries" | "slack_delive
     const record = Effect.fn(`${table}.record`)(function* (delivery: WebhookDelivery, ignoredReason: string | null) {
       const tx = yield* SqlClient.SqlClient
       const inserted = yield* tx<{ delivery_id: string }>`
-        INSERT INTO ${name} (delivery_id, organization_id, event, action, payload, processed_at, ignored_reason)
+        INSERT INTO ${name} (delivery_id, organization_id, event, action, payload, subject, processed_at, ignored_reason)
         VALUES (${delivery.deliveryId}, ${delivery.organizationId}, ${delivery.event}, ${delivery.action},
-                ${JSON.stringify(delivery.payload)}::jsonb, ${ignoredReason === null ? null : new Date()}, ${ignoredReason})
+                ${JSON.stringify(delivery.payload)}::jsonb, ${delivery.subject},
+                ${ignoredReason === null ? null : new Date()}, ${ignoredReason})
         ON CONFLICT (delivery_id) DO NOTHING
         RETURNING delivery_id`.pipe(Effect.orDie)
       return inserted.length > 0
     })
 
     const lock = Effect.fn(`${table}.lock`)(function* (organizationId: string, deliveryId: string) {
-      const [row] = yield* sql<{
-        delivery_id: string
-        organization_id: string
-        event: string
-        action: string | null
-        payload: Record<string, unknown>
-        processed_at: Date | null
-      }>`SELECT delivery_id, organization_id, event, action, payload, processed_at
-         FROM ${name} WHERE organization_id = ${organizationId} AND delivery_id = ${deliveryId}
-         FOR UPDATE`.pipe(Effect.orDie)
+      const [row] = yield* sql<DeliveryRow & { processed_at: Date | null }>`
+        SELECT delivery_id, organization_id, event, action, payload, subject, processed_at
+        FROM ${name} WHERE organization_id = ${organizationId} AND delivery_id = ${deliveryId}
+        FOR UPDATE`.pipe(Effect.orDie)
       if (row === undefined) return Option.none()
-      return Option.some({
-        deliveryId: row.delivery_id,
-        organizationId: row.organization_id,
-        event: row.event,
-        action: row.action,
-        payload: row.payload,
-        processedAt: row.processed_at
-      })
+      return Option.some({ ...fromRow(row), processedAt: row.processed_at })
+    })
+
+    const serialize = Effect.fn(`${table}.serialize`)(function* (organizationId: string, deliveryId: string) {
+      yield* sql`
+        SELECT pg_advisory_xact_lock(hashtext(${table} || ':' || organization_id || ':' || subject))
+        FROM ${name}
+        WHERE organization_id = ${organizationId} AND delivery_id = ${deliveryId} AND subject IS NOT NULL`.pipe(
+        Effect.orDie
+      )
+    })
+
+    const lockPendingBefore = Effect.fn(`${table}.lockPendingBefore`)(function* (delivery: WebhookDelivery) {
+      if (delivery.subject === null) return []
+      const rows = yield* sql<DeliveryRow>`
+        SELECT d.delivery_id, d.organization_id, d.event, d.action, d.payload, d.subject
+        FROM ${name} d, ${name} self
+        WHERE self.organization_id = ${delivery.organizationId} AND self.delivery_id = ${delivery.deliveryId}
+          AND d.organization_id = ${delivery.organizationId} AND d.subject = ${delivery.subject}
+          AND d.processed_at IS NULL
+          AND (d.received_at, d.delivery_id) < (self.received_at, self.delivery_id)
+        ORDER BY d.received_at, d.delivery_id
+        FOR UPDATE OF d`.pipe(Effect.orDie)
+      return rows.map(fromRow)
     })
 
     const markProcessed = Effect.fn(`${table}.markProcessed`)(function* (
@@ -84,5 +125,5 @@ export const makeWebhookDeliveries = (table: "linear_deliveries" | "slack_delive
                  WHERE organization_id = ${organizationId} AND delivery_id = ${deliveryId}`.pipe(Effect.orDie)
     })
 
-    return { record, lock, markProcessed } satisfies WebhookDeliveriesShape
+    return { record, lock, serialize, lockPendingBefore, markProcessed } satisfies WebhookDeliveriesShape
   })
