@@ -96,6 +96,8 @@ export interface AppSettings {
   readonly masterKey: Option.Option<MasterKeySettings>
   readonly bootstrapToken: Option.Option<Redacted.Redacted<string>>
   readonly migrationsDir: string
+  /** The dashboard's built files (`npm run build`), served under `/`. */
+  readonly dashboardDir: string
   readonly migrationGateWait: Duration.Duration
   readonly queues: {
     readonly visibilityTimeout: Duration.Duration
@@ -149,6 +151,8 @@ export interface AppSettings {
 const duration = (name: string, fallback: Duration.Duration) => Config.Duration(name).pipe(Config.withDefault(fallback))
 
 const defaultMigrationsDir = fileURLToPath(new URL("../../../../sql/", import.meta.url))
+
+const defaultDashboardDir = fileURLToPath(new URL("../../../dashboard/dist/", import.meta.url))
 
 const optionalRedacted = (name: string) => Config.option(Config.Redacted(name))
 
@@ -332,6 +336,7 @@ export const appConfig: Config.Config<AppSettings> = Config.all({
   masterKey: masterKeyConfig,
   bootstrapToken: optionalRedacted("BOSUN_BOOTSTRAP_TOKEN"),
   migrationsDir: Config.NonEmptyString("BOSUN_MIGRATIONS_DIR").pipe(Config.withDefault(defaultMigrationsDir)),
+  dashboardDir: Config.NonEmptyString("BOSUN_DASHBOARD_DIR").pipe(Config.withDefault(defaultDashboardDir)),
   migrationGateWait: Config.Duration("BOSUN_MIGRATION_GATE_WAIT").pipe(Config.withDefault(Duration.seconds(5))),
   queues: Config.all({
     visibilityTimeout: duration("BOSUN_QUEUE_VISIBILITY_TIMEOUT", Duration.seconds(30)),

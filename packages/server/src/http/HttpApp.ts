@@ -19,6 +19,7 @@ import { ChatHttp } from "./ChatHttp.ts"
 import { ComposioHttp } from "./ComposioHttp.ts"
 import { ConfigurationHttp } from "./ConfigurationHttp.ts"
 import { ContextSuggestionsHttp } from "./ContextSuggestionsHttp.ts"
+import { DashboardRoute } from "./DashboardHttp.ts"
 import { DeepScansHttp } from "./DeepScansHttp.ts"
 import { GithubAppHttp } from "./GithubAppHttp.ts"
 import { GithubWebhooksRoute } from "./GithubWebhooksHttp.ts"
@@ -68,11 +69,11 @@ const BosunApiRoutes = HttpApiBuilder.layer(BosunApi, { openapiPath: "/api/v1/op
 )
 
 /**
- * Every route: the `BosunApi` contract's, and GitHub's webhook, which the spec does not list and
+ * Every route: the `BosunApi` contract's; GitHub's webhook, which the spec does not list and
  * so is a plain router route (it verifies its signature over the raw body, as the Linear
- * webhook's raw handler does).
+ * webhook's raw handler does); and the dashboard, on every other GET.
  */
-export const ApiRoutes = Layer.mergeAll(BosunApiRoutes, GithubWebhooksRoute)
+export const ApiRoutes = Layer.mergeAll(BosunApiRoutes, GithubWebhooksRoute, DashboardRoute)
 
 /**
  * The router. Path parameters may be up to 1024 characters at the router so that the spec's

@@ -7,62 +7,16 @@
  * stream's end (shortened to 1 s here) lose and duplicate nothing; `?after=` without SSE is the
  * JSON polling fallback; 401 and 404 as for every organization route.
  */
-import type { AttemptRun } from "@bosun/actors/attempt/AttemptPorts"
-import { flushEvents } from "@bosun/actors/attempt/AttemptRecords"
-import { RING_SIZE, RunEvents } from "@bosun/actors/events/RunEvents"
-import type { RunEvent, WorkflowEvent } from "@bosun/domain"
+import { RING_SIZE } from "@bosun/actors/events/RunEvents"
+import type { WorkflowEvent } from "@bosun/domain"
 import { eventually } from "@bosun/testing"
 import { assert, layer } from "@effect/vitest"
 import { Duration, Effect, Exit, Pull, Stream } from "effect"
-import { SqlClient } from "effect/sql"
 import { EventSource } from "eventsource"
-import { WorkflowRunsRepo } from "../../src/persistence/WorkflowRunsRepo.ts"
 import { RunStreamHub } from "../../src/streams/RunStreamHub.ts"
 import { errorCode, signIn } from "../support/Identity.ts"
+import { runWithWriter } from "../support/RunEventWriter.ts"
 import { baseUrl, layerTestServer, request } from "../support/TestServer.ts"
-
-/** A run of `org` with a running first attempt, and a writer of its events the way attempts write them. */
-const runWithWriter = (org: string) =>
-  Effect.gen(function* () {
-    const sql = yield* SqlClient.SqlClient
-    const runs = yield* WorkflowRunsRepo
-    const member = yield* signIn(`${org}-member`, [[org, "MEMBER"]])
-    const created = yield* runs.create(org, { workflowType: "test_stream", repositoryId: null })
-    yield* sql`INSERT INTO workflow_attempts (id, run_id, attempt, status, started_at, heartbeat_at)
-               VALUES (${`${created.id}:1`}, ${created.id}, 1, 'RUNNING', now(), now())`
-    const run: AttemptRun = {
-      organizationId: org,
-      runId: created.id,
-      attempt: 1,
-      attemptId: `${created.id}:1`,
-      workflowType: "test_stream",
-      repositoryId: null,
-      headSha: null,
-      baseSha: null,
-      pullRequestNumber: null,
-      inputSnapshot: {}
-    }
-    const publisher = (yield* RunEvents.client)(created.id)
-    let runtimeSeq = 0
-    /**
-     * Commits `count` runtime events, then publishes them: what the execute step does. Unpublished,
-     * they are what a RunEvents entity that restarted on another runner finds: rows, no ring.
-     */
-    const emit = (count: number, publish = true) =>
-      Effect.gen(function* () {
-        const events: Array<RunEvent> = Array.from({ length: count }, (_, i) => ({
-          seq: runtimeSeq + i + 1,
-          at: new Date().toISOString(),
-          type: "agent.event",
-          data: { n: runtimeSeq + i + 1 }
-        }))
-        const written = yield* flushEvents(run, runtimeSeq, events)
-        assert.isDefined(written)
-        runtimeSeq += count
-        if (publish) yield* publisher.Publish({ events: written ?? [] })
-      })
-    return { member, runId: created.id, emit }
-  })
 
 interface Received {
   readonly ids: Array<number>

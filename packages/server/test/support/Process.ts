@@ -1,9 +1,10 @@
 /**
  * Runs the real `bosun` server process (`node packages/server/src/main.ts`, as `npm start` does)
- * for end-to-end tests, with its stdout/stderr collected and a way to signal it.
+ * for end-to-end tests, with its stdout/stderr collected and a way to signal it; and the operator
+ * CLI (`runCli`).
  */
 
-import { type ChildProcess, spawn } from "node:child_process"
+import { type ChildProcess, execFile, spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { eventually } from "@bosun/testing"
 import { Duration, Effect } from "effect"
@@ -85,4 +86,20 @@ export const killServer = (server: ServerProcess) =>
   Effect.suspend(() => {
     server.child.kill("SIGKILL")
     return Effect.asVoid(server.exited)
+  })
+
+const cliScript = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url))
+
+/** Runs the `bosun` operator CLI with `env` (nothing of this process's BOSUN_* settings leaks in). */
+export const runCli = (args: ReadonlyArray<string>, env: Record<string, string>) =>
+  Effect.callback<{ readonly code: number; readonly stdout: string; readonly stderr: string }>((resume) => {
+    execFile(
+      process.execPath,
+      [cliScript, ...args],
+      { env: cleanEnv(env), timeout: 60_000 },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === "number" ? error.code : -1
+        resume(Effect.succeed({ code, stdout, stderr }))
+      }
+    )
   })

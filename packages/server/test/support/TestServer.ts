@@ -47,6 +47,7 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
   masterKey: Option.none(),
   bootstrapToken: Option.none(),
   migrationsDir,
+  dashboardDir: "/nonexistent/dashboard",
   migrationGateWait: Duration.millis(300),
   queues: {
     visibilityTimeout: Duration.millis(400),
@@ -135,7 +136,9 @@ export const layerHttp = <A = never, E = never, R = never>(options: {
   readonly secrets?: TestSecretsOptions
 }) =>
   HttpLive(options.extra ? Layer.mergeAll(ApiRoutes, options.extra) : ApiRoutes).pipe(
-    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
+    Layer.provideMerge(
+      NodeHttpServer.layer(createServer, { port: testSettings(options.settings).port, host: "127.0.0.1" })
+    ),
     Layer.provideMerge(Layer.mergeAll(InboxConsumerLive, EffectsConsumerLive)),
     Layer.provideMerge(ClusterProvidersLive),
     Layer.provideMerge(layerClusterRunner(WorkflowTypesLive)),

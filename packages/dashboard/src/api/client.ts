@@ -1,0 +1,66 @@
+/**
+ * The dashboard's one way to the API (issue 11): a client derived from the domain's `BosunApi`
+ * by `HttpApiClient`, so every path, query, payload and response is the contract's own Schema
+ * and cannot drift from what the server serves. Same origin, so the browser sends the
+ * `bosun_session` cookie itself. `call` runs one request and turns its failure into an
+ * `ApiFailure` carrying the API's own `{error:{code,message}}`, which screens show as is.
+ */
+import { BosunApi } from "@bosun/domain/api/Api"
+import { Cause, type Effect, Exit, ManagedRuntime } from "effect"
+import { FetchHttpClient } from "effect/http"
+import { HttpApiClient } from "effect/http-api"
+
+const runtime = ManagedRuntime.make(FetchHttpClient.layer)
+
+const clientEffect = HttpApiClient.make(BosunApi, { baseUrl: window.location.origin })
+
+export type Client = Effect.Success<typeof clientEffect>
+
+let client: Promise<Client> | undefined
+
+/** What a failed call says: the API's code and message, or why there was no answer. */
+export class ApiFailure extends Error {
+  readonly code: string
+  /** The contract's error class (`Unauthorized`, `NotFound`, …), or "" when there was no API answer. */
+  readonly kind: string
+  constructor(code: string, message: string, kind = "") {
+    super(message)
+    this.code = code
+    this.kind = kind
+  }
+}
+
+const envelopeOf = (error: unknown): { code: string; message: string } | undefined => {
+  if (typeof error !== "object" || error === null || !("error" in error)) return undefined
+  const body = (error as { error: unknown }).error
+  if (typeof body !== "object" || body === null) return undefined
+  const { code, message } = body as { code?: unknown; message?: unknown }
+  return typeof code === "string" && typeof message === "string" ? { code, message } : undefined
+}
+
+const failureOf = (cause: Cause.Cause<unknown>): ApiFailure => {
+  const error = Cause.squash(cause)
+  const tag = typeof error === "object" && error !== null && "_tag" in error ? String(error._tag) : ""
+  const envelope = envelopeOf(error)
+  if (envelope !== undefined) return new ApiFailure(envelope.code, envelope.message, tag)
+  if (tag === "HttpClientError") return new ApiFailure("network", "Bosun did not answer; check that the server is up.")
+  return new ApiFailure("unexpected", error instanceof Error ? error.message : "Bosun answered something unexpected.")
+}
+
+/** Runs one API call; rejects with an `ApiFailure`. */
+export const call = async <A, E>(request: (client: Client) => Effect.Effect<A, E>): Promise<A> => {
+  client ??= runtime.runPromise(clientEffect)
+  const exit = await runtime.runPromiseExit(request(await client))
+  if (Exit.isSuccess(exit)) return exit.value
+  throw failureOf(exit.cause)
+}
+
+/** The message to show for any rejection of `call`. */
+export const messageOf = (error: unknown): string =>
+  error instanceof ApiFailure ? error.message : error instanceof Error ? error.message : String(error)
+
+/** A 401: no session, or one that expired — the sign-in page's cue. */
+export const isUnauthorized = (error: unknown): boolean => error instanceof ApiFailure && error.kind === "Unauthorized"
+
+/** A 404, which the API also answers for another organization's resources. */
+export const isNotFound = (error: unknown): boolean => error instanceof ApiFailure && error.kind === "NotFound"

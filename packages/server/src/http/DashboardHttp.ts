@@ -1,0 +1,55 @@
+/**
+ * The dashboard under `/` (issue 11; spec: What the service does 2): the built SPA of
+ * `packages/dashboard` (`BOSUN_DASHBOARD_DIR`, default its `dist/`), same origin as the API so
+ * the session cookie needs no CORS. Any GET that is not a file and asks for HTML gets
+ * `index.html`, so the app's own paths (`/orgs/acme/runs/…`) load on reload; hashed files under
+ * `/assets/` are cached for a year, `index.html` never. Under `/api/` nothing falls back to the
+ * app: an unknown API path stays the 404 envelope. When the dashboard was not built the page
+ * says how to build it rather than answering an empty 404.
+ */
+import * as path from "node:path"
+import { ErrorCodes } from "@bosun/domain"
+import { Effect, FileSystem, Layer } from "effect"
+import { HttpRouter, HttpServerRequest, HttpServerRespondable, HttpServerResponse, HttpStaticServer } from "effect/http"
+import { AppConfig } from "../config/AppConfig.ts"
+import { errorResponse } from "./RequestPipeline.ts"
+
+const IMMUTABLE = "public, max-age=31536000, immutable"
+
+const notBuilt = (dir: string) =>
+  HttpServerResponse.text(
+    `<!doctype html><meta charset="utf-8"><title>Bosun</title><h1>Bosun</h1>` +
+      `<p>The dashboard is not built. Run <code>npm run build</code> in the Bosun checkout (it writes ` +
+      `<code>${dir.replace(/[<>&]/g, "")}</code>), then reload. The API is served under <code>/api/v1</code>.</p>`,
+    { status: 503, contentType: "text/html; charset=utf-8" }
+  )
+
+const routeNotFound = errorResponse(404, ErrorCodes.routeNotFound, "No route matches this method and path")
+
+export const DashboardRoute = Layer.effectDiscard(
+  Effect.gen(function* () {
+    const { dashboardDir } = yield* AppConfig
+    const fs = yield* FileSystem.FileSystem
+    const router = yield* HttpRouter.HttpRouter
+    const built = yield* fs.exists(path.join(dashboardDir, "index.html")).pipe(Effect.orElseSucceed(() => false))
+    const files = built ? yield* HttpStaticServer.make({ root: dashboardDir, spa: true }) : undefined
+
+    const handle = Effect.gen(function* () {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const pathname = request.url.split("?")[0] ?? "/"
+      if (pathname === "/api" || pathname.startsWith("/api/")) return routeNotFound
+      if (files === undefined) return notBuilt(dashboardDir)
+      const response = yield* files
+      return HttpServerResponse.setHeader(
+        response,
+        "cache-control",
+        pathname.startsWith("/assets/") ? IMMUTABLE : "no-cache"
+      )
+    }).pipe(
+      Effect.catch((error) =>
+        error.reason._tag === "RouteNotFound" ? Effect.succeed(routeNotFound) : HttpServerRespondable.toResponse(error)
+      )
+    )
+    yield* router.add("GET", "/*", handle)
+  })
+)
