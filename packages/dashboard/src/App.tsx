@@ -5,9 +5,9 @@
  * A path naming an organization the user is not a member of shows nothing of it: the API would
  * answer 404 anyway, and the shell does not even ask.
  */
-import type { Me } from "@bosun/domain"
+import type { Me } from "@bosun/domain/Identity"
 import { lazy, Suspense, useEffect } from "react"
-import { call, isUnauthorized } from "./api/client.ts"
+import { callFirst, isUnauthorized } from "./api/client.ts"
 import { useLoad } from "./api/useLoad.ts"
 import { navigate, orgPath, parseRoute, type Route, useLocation } from "./routes.ts"
 import { PullRequests } from "./screens/PullRequests.tsx"
@@ -79,7 +79,7 @@ const sectionOf = (pathname: string) => pathname.split("/")[3] ?? "pull-requests
 export const App = () => {
   const location = useLocation()
   const route = parseRoute(location.pathname)
-  const [me] = useLoad(() => call((client) => client.identity.me()), [])
+  const [me] = useLoad(() => callFirst((client) => client.identity.me()), [])
   const memberships = me.status === "ready" ? me.data.data.organizations : []
   const first = memberships[0]
 
@@ -125,7 +125,9 @@ export const App = () => {
         <button
           type="button"
           className="plain"
-          onClick={() => void call((client) => client.identity.logout()).finally(() => window.location.assign("/"))}
+          onClick={() =>
+            void callFirst((client) => client.identity.logout()).finally(() => window.location.assign("/"))
+          }
         >
           Sign out
         </button>

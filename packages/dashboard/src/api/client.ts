@@ -1,21 +1,38 @@
 /**
- * The dashboard's one way to the API (issue 11): a client derived from the domain's `BosunApi`
+ * The dashboard's one way to the API (issue 11): clients derived from the domain's `BosunApi`
  * by `HttpApiClient`, so every path, query, payload and response is the contract's own Schema
  * and cannot drift from what the server serves. Same origin, so the browser sends the
  * `bosun_session` cookie itself. `call` runs one request and turns its failure into an
  * `ApiFailure` carrying the API's own `{error:{code,message}}`, which screens show as is.
+ *
+ * The first screen (the shell and the pull-request list) uses `callFirst`, a client of just the
+ * contract's identity and pull-request groups, so its bundle carries only their Schemas; `call`
+ * loads the whole contract with the first screen that needs it (budget: README, Dashboard).
  */
-import { BosunApi } from "@bosun/domain/api/Api"
-import { Cause, type Effect, Exit, ManagedRuntime } from "effect"
+import { IdentityApi } from "@bosun/domain/api/IdentityApi"
+import { RequestValidation } from "@bosun/domain/api/Middleware"
+import { PullRequestsApi } from "@bosun/domain/api/PullRequestsApi"
+import { Cause, Effect, Exit, ManagedRuntime } from "effect"
 import { FetchHttpClient } from "effect/http"
-import { HttpApiClient } from "effect/http-api"
+import { HttpApi, HttpApiClient } from "effect/http-api"
 
 const runtime = ManagedRuntime.make(FetchHttpClient.layer)
 
-const clientEffect = HttpApiClient.make(BosunApi, { baseUrl: window.location.origin })
+const baseUrl = window.location.origin
 
-export type Client = Effect.Success<typeof clientEffect>
+/** The groups of `BosunApi` the first screen calls, as the contract declares them. */
+const FirstScreenApi = HttpApi.make("bosun").add(IdentityApi).add(PullRequestsApi).middleware(RequestValidation)
 
+const firstClientEffect = HttpApiClient.make(FirstScreenApi, { baseUrl })
+
+const wholeClientEffect = Effect.promise(() => import("@bosun/domain/api/Api")).pipe(
+  Effect.flatMap(({ BosunApi }) => HttpApiClient.make(BosunApi, { baseUrl }))
+)
+
+export type FirstScreenClient = Effect.Success<typeof firstClientEffect>
+export type Client = Effect.Success<typeof wholeClientEffect>
+
+let firstClient: Promise<FirstScreenClient> | undefined
 let client: Promise<Client> | undefined
 
 /** What a failed call says: the API's code and message, or why there was no answer. */
@@ -47,12 +64,22 @@ const failureOf = (cause: Cause.Cause<unknown>): ApiFailure => {
   return new ApiFailure("unexpected", error instanceof Error ? error.message : "Bosun answered something unexpected.")
 }
 
-/** Runs one API call; rejects with an `ApiFailure`. */
-export const call = async <A, E>(request: (client: Client) => Effect.Effect<A, E>): Promise<A> => {
-  client ??= runtime.runPromise(clientEffect)
-  const exit = await runtime.runPromiseExit(request(await client))
+const run = async <A, E>(effect: Effect.Effect<A, E>): Promise<A> => {
+  const exit = await runtime.runPromiseExit(effect)
   if (Exit.isSuccess(exit)) return exit.value
   throw failureOf(exit.cause)
+}
+
+/** Runs one API call; rejects with an `ApiFailure`. */
+export const call = async <A, E>(request: (client: Client) => Effect.Effect<A, E>): Promise<A> => {
+  client ??= runtime.runPromise(wholeClientEffect)
+  return run(request(await client))
+}
+
+/** `call` for the first screen's groups (identity, pull requests), without loading the whole contract. */
+export const callFirst = async <A, E>(request: (client: FirstScreenClient) => Effect.Effect<A, E>): Promise<A> => {
+  firstClient ??= runtime.runPromise(firstClientEffect)
+  return run(request(await firstClient))
 }
 
 /** The message to show for any rejection of `call`. */

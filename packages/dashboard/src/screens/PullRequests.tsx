@@ -5,9 +5,9 @@
  * query string, so a page can be bookmarked, reloaded and stepped back to. Each row links to the
  * pull request's runs.
  */
-import { PullRequestState } from "@bosun/domain"
+import { PullRequestState } from "@bosun/domain/PullRequest"
 import { useEffect, useState } from "react"
-import { call } from "../api/client.ts"
+import { callFirst } from "../api/client.ts"
 import { useLoad } from "../api/useLoad.ts"
 import { navigate, orgPath } from "../routes.ts"
 import { Badge, Empty, Link, Loading, when } from "../ui.tsx"
@@ -47,7 +47,7 @@ export const PullRequests = (props: { readonly org: string; readonly search: str
 
   const [loaded] = useLoad(
     () =>
-      call((client) =>
+      callFirst((client) =>
         client.pullRequests.list({
           params: { organization_id: props.org },
           query: {

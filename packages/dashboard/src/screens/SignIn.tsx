@@ -4,7 +4,7 @@
  * (503 `github_app_unconfigured`), so a first run shows what the operator must do instead of a
  * button that fails. The probe follows no redirect: a configured App answers 302 to GitHub.
  */
-import { ErrorBody } from "@bosun/domain"
+import { ErrorBody } from "@bosun/domain/ApiError"
 import { Schema } from "effect"
 import { useEffect, useState } from "react"
 

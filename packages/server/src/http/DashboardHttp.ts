@@ -4,8 +4,8 @@
  * the session cookie needs no CORS. Any GET that is not a file and asks for HTML gets
  * `index.html`, so the app's own paths (`/orgs/acme/runs/…`) load on reload; hashed files under
  * `/assets/` are cached for a year, `index.html` never. Under `/api/` nothing falls back to the
- * app: an unknown API path stays the 404 envelope. When the dashboard was not built the page
- * says how to build it rather than answering an empty 404.
+ * app: an unknown API path stays the 404 envelope, as does any path that is neither a file nor
+ * a page request. When the dashboard was not built a page request says how to build it.
  */
 import * as path from "node:path"
 import { ErrorCodes } from "@bosun/domain"
@@ -38,7 +38,9 @@ export const DashboardRoute = Layer.effectDiscard(
       const request = yield* HttpServerRequest.HttpServerRequest
       const pathname = request.url.split("?")[0] ?? "/"
       if (pathname === "/api" || pathname.startsWith("/api/")) return routeNotFound
-      if (files === undefined) return notBuilt(dashboardDir)
+      if (files === undefined) {
+        return (request.headers.accept ?? "").includes("text/html") ? notBuilt(dashboardDir) : routeNotFound
+      }
       const response = yield* files
       return HttpServerResponse.setHeader(
         response,

@@ -419,7 +419,8 @@ layer(Server, { excludeTestServices: true })("request pipeline", (it) => {
     it.effect("logs cf_ray and colo as null without edge headers and route null for an unmatched path", () =>
       Effect.gen(function* () {
         yield* clearLogs
-        yield* request("/nowhere")
+        // A POST: every GET that is not the API's may be a dashboard page (`DashboardHttp.ts`).
+        yield* request("/nowhere", { method: "POST" })
         const [line] = yield* logsNamed("http_request")
         assert.strictEqual(line?.route, null)
         assert.strictEqual(line?.status, 404)
