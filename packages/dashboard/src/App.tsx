@@ -5,7 +5,6 @@
  * A path naming an organization the user is not a member of shows nothing of it: the API would
  * answer 404 anyway, and the shell does not even ask.
  */
-import type { Me } from "@bosun/domain/Identity"
 import { lazy, Suspense, useEffect } from "react"
 import { callFirst, isUnauthorized } from "./api/client.ts"
 import { useLoad } from "./api/useLoad.ts"
@@ -39,7 +38,7 @@ const sections = [
   ["apps", "Connected apps"]
 ] as const
 
-const Screen = (props: { readonly route: Route; readonly search: string; readonly me: Me }) => {
+const Screen = (props: { readonly route: Route; readonly search: string }) => {
   const { route } = props
   switch (route.screen) {
     case "home":
@@ -157,7 +156,7 @@ export const App = () => {
                 </p>
               }
             >
-              <Screen route={route} search={location.search} me={user} />
+              <Screen route={route} search={location.search} />
             </Suspense>
           </main>
         </>

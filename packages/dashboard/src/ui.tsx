@@ -108,4 +108,27 @@ export const ActionButton = (props: {
   </button>
 )
 
+/** A labelled filter over a fixed set of values (a status, a lifecycle), "Any" meaning no filter. */
+export const ChoiceFilter = <T extends string>(props: {
+  readonly label: string
+  readonly value: T | undefined
+  readonly choices: ReadonlyArray<T>
+  readonly onChange: (value: T | undefined) => void
+}) => (
+  <label>
+    {props.label}{" "}
+    <select
+      value={props.value ?? ""}
+      onChange={(event) => props.onChange(props.choices.find((choice) => choice === event.target.value))}
+    >
+      <option value="">Any</option>
+      {props.choices.map((choice) => (
+        <option key={choice} value={choice}>
+          {choice}
+        </option>
+      ))}
+    </select>
+  </label>
+)
+
 export const when = (iso: string | null) => (iso === null ? "—" : new Date(iso).toLocaleString())

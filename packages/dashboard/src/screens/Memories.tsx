@@ -10,7 +10,7 @@ import { type Memory, MemoryLifecycle } from "@bosun/domain"
 import { useState } from "react"
 import { call } from "../api/client.ts"
 import { useAction, useLoad } from "../api/useLoad.ts"
-import { ActionButton, Badge, Empty, ErrorNote, Loading, when } from "../ui.tsx"
+import { ActionButton, Badge, ChoiceFilter, Empty, ErrorNote, Loading, when } from "../ui.tsx"
 
 const LIFECYCLES = MemoryLifecycle.literals
 type Lifecycle = (typeof LIFECYCLES)[number]
@@ -156,20 +156,7 @@ const Memories = (props: { readonly org: string }) => {
     <section aria-labelledby="memories-title">
       <h1 id="memories-title">Memories</h1>
       <div className="filters">
-        <label>
-          Lifecycle{" "}
-          <select
-            value={filter ?? ""}
-            onChange={(event) => setFilter(LIFECYCLES.find((lifecycle) => lifecycle === event.target.value))}
-          >
-            <option value="">Any</option>
-            {LIFECYCLES.map((lifecycle) => (
-              <option key={lifecycle} value={lifecycle}>
-                {lifecycle}
-              </option>
-            ))}
-          </select>
-        </label>
+        <ChoiceFilter label="Lifecycle" value={filter} choices={LIFECYCLES} onChange={setFilter} />
       </div>
       <Loading loaded={loaded}>
         {({ data }) => {

@@ -10,7 +10,7 @@ import { useEffect, useState } from "react"
 import { callFirst } from "../api/client.ts"
 import { useLoad } from "../api/useLoad.ts"
 import { navigate, orgPath } from "../routes.ts"
-import { Badge, Empty, Link, Loading, when } from "../ui.tsx"
+import { Badge, ChoiceFilter, Empty, Link, Loading, when } from "../ui.tsx"
 
 const PAGE_SIZE = 50
 const STATES = PullRequestState.literals
@@ -65,22 +65,12 @@ export const PullRequests = (props: { readonly org: string; readonly search: str
     <section aria-labelledby="pull-requests-title">
       <h1 id="pull-requests-title">Pull requests</h1>
       <div className="filters">
-        <label>
-          State{" "}
-          <select
-            value={state ?? ""}
-            onChange={(event) =>
-              go({ state: isState(event.target.value) ? event.target.value : undefined, cursor: undefined })
-            }
-          >
-            <option value="">Any</option>
-            {STATES.map((value) => (
-              <option key={value} value={value}>
-                {value}
-              </option>
-            ))}
-          </select>
-        </label>
+        <ChoiceFilter
+          label="State"
+          value={state}
+          choices={STATES}
+          onChange={(next) => go({ state: next, cursor: undefined })}
+        />
         <label>
           Search{" "}
           <input

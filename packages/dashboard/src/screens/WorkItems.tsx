@@ -9,7 +9,7 @@ import { useState } from "react"
 import { call } from "../api/client.ts"
 import { useLoad } from "../api/useLoad.ts"
 import { orgPath } from "../routes.ts"
-import { Badge, Empty, Link, Loading, when } from "../ui.tsx"
+import { Badge, ChoiceFilter, Empty, Link, Loading, when } from "../ui.tsx"
 
 const STATES = WorkItemState.literals
 type State = (typeof STATES)[number]
@@ -34,20 +34,7 @@ const WorkItems = (props: { readonly org: string }) => {
     <section aria-labelledby="work-items-title">
       <h1 id="work-items-title">Work items</h1>
       <div className="filters">
-        <label>
-          State{" "}
-          <select
-            value={state ?? ""}
-            onChange={(event) => setState(STATES.find((value) => value === event.target.value))}
-          >
-            <option value="">Any</option>
-            {STATES.map((value) => (
-              <option key={value} value={value}>
-                {value}
-              </option>
-            ))}
-          </select>
-        </label>
+        <ChoiceFilter label="State" value={state} choices={STATES} onChange={setState} />
         <label>
           Search{" "}
           <input
