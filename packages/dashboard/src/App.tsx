@@ -8,10 +8,12 @@
 import { lazy, Suspense, useEffect } from "react"
 import { callFirst, isUnauthorized } from "./api/client.ts"
 import { useLoad } from "./api/useLoad.ts"
-import { navigate, orgPath, parseRoute, type Route, useLocation } from "./routes.ts"
+import { homeOrganization } from "./firstScreen.ts"
+import { navigate, orgPath, parseRoute, type Route } from "./routes.ts"
 import { PullRequests } from "./screens/PullRequests.tsx"
 import { SignIn } from "./screens/SignIn.tsx"
 import { Empty, ErrorNote, Link } from "./ui.tsx"
+import { useLocation } from "./useLocation.ts"
 
 const Runs = lazy(() => import("./screens/Runs.tsx"))
 const RunDetail = lazy(() => import("./screens/RunDetail.tsx"))
@@ -77,14 +79,19 @@ const sectionOf = (pathname: string) => pathname.split("/")[3] ?? "pull-requests
 
 export const App = () => {
   const location = useLocation()
-  const route = parseRoute(location.pathname)
   const [me] = useLoad(() => callFirst((client) => client.identity.me()), [])
   const memberships = me.status === "ready" ? me.data.data.organizations : []
-  const first = memberships[0]
+  const home = homeOrganization(memberships)
+  const parsed = parseRoute(location.pathname)
+  // `/` shows the first organization's pull requests at once and only the address changes (no
+  // history entry, no second render): the list is the first screen's budget (README).
+  const route: Route = parsed.screen === "home" && home !== undefined ? { screen: "pullRequests", org: home } : parsed
 
   useEffect(() => {
-    if (route.screen === "home" && first !== undefined) navigate(orgPath(first.id, "pull-requests"))
-  }, [route.screen, first])
+    if (parsed.screen === "home" && home !== undefined) {
+      window.history.replaceState(null, "", orgPath(home, "pull-requests"))
+    }
+  }, [parsed.screen, home])
 
   if (me.status === "loading") {
     return (
@@ -97,7 +104,7 @@ export const App = () => {
     return isUnauthorized(me.cause) ? <SignIn /> : <ErrorNote message={me.error} />
   }
   const user = me.data.data
-  const org = "org" in route ? route.org : first?.id
+  const org = "org" in route ? route.org : home
   const membership = memberships.find((candidate) => candidate.id === org)
   const section = sectionOf(location.pathname)
 

@@ -3,8 +3,6 @@
  * non-API GET with the app), parsed here rather than by a router library to keep the first
  * screen small. Every organization screen lives under `/orgs/{organization_id}`.
  */
-import { useEffect, useState } from "react"
-
 export type Route =
   | { readonly screen: "home" }
   | { readonly screen: "pullRequests"; readonly org: string }
@@ -64,18 +62,4 @@ export const navigate = (href: string) => {
   if (href === window.location.pathname + window.location.search) return
   window.history.pushState(null, "", href)
   window.dispatchEvent(new PopStateEvent("popstate"))
-}
-
-/** The current location, updated on navigation and on the browser's back and forward. */
-export const useLocation = () => {
-  const [location, setLocation] = useState(() => ({
-    pathname: window.location.pathname,
-    search: window.location.search
-  }))
-  useEffect(() => {
-    const update = () => setLocation({ pathname: window.location.pathname, search: window.location.search })
-    window.addEventListener("popstate", update)
-    return () => window.removeEventListener("popstate", update)
-  }, [])
-  return location
 }

@@ -12,13 +12,26 @@
 import { IdentityApi } from "@bosun/domain/api/IdentityApi"
 import { RequestValidation } from "@bosun/domain/api/Middleware"
 import { PullRequestsApi } from "@bosun/domain/api/PullRequestsApi"
-import { Cause, Effect, Exit, ManagedRuntime } from "effect"
+import { Cause, Effect, Exit, Layer, ManagedRuntime } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { HttpApi, HttpApiClient } from "effect/http-api"
-
-const runtime = ManagedRuntime.make(FetchHttpClient.layer)
+import { takeEarly } from "./earlyResponses.ts"
 
 const baseUrl = window.location.origin
+
+/**
+ * The transport: `fetch`, except that a GET `early.ts` already started (the first screen's `/me`
+ * and list, asked while this bundle loaded) takes that response instead of asking again.
+ */
+const fetchTakingEarly: typeof globalThis.fetch = (input, init) => {
+  const url = input instanceof Request ? input.url : String(input)
+  const early = (init?.method ?? "GET") === "GET" ? takeEarly(url) : undefined
+  return early === undefined ? globalThis.fetch(input, init) : early.catch(() => globalThis.fetch(input, init))
+}
+
+const runtime = ManagedRuntime.make(
+  Layer.merge(FetchHttpClient.layer, Layer.succeed(FetchHttpClient.Fetch, fetchTakingEarly))
+)
 
 /** The groups of `BosunApi` the first screen calls, as the contract declares them. */
 const FirstScreenApi = HttpApi.make("bosun").add(IdentityApi).add(PullRequestsApi).middleware(RequestValidation)

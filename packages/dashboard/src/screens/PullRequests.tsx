@@ -9,10 +9,10 @@ import { PullRequestState } from "@bosun/domain/PullRequest"
 import { useEffect, useState } from "react"
 import { callFirst } from "../api/client.ts"
 import { useLoad } from "../api/useLoad.ts"
+import { PULL_REQUEST_PAGE_SIZE } from "../firstScreen.ts"
 import { navigate, orgPath } from "../routes.ts"
 import { Badge, ChoiceFilter, Empty, Link, Loading, when } from "../ui.tsx"
 
-const PAGE_SIZE = 50
 const STATES = PullRequestState.literals
 
 type State = (typeof STATES)[number]
@@ -51,7 +51,7 @@ export const PullRequests = (props: { readonly org: string; readonly search: str
         client.pullRequests.list({
           params: { organization_id: props.org },
           query: {
-            page_size: PAGE_SIZE,
+            page_size: PULL_REQUEST_PAGE_SIZE,
             ...(state === undefined ? {} : { state }),
             ...(search === "" ? {} : { search }),
             ...(cursor === undefined ? {} : { cursor })

@@ -6,8 +6,8 @@
  *
  * The budget (README, Dashboard): the first screen's JavaScript under 300 kB gzipped (asserted),
  * and the pull-request list of an organization with 1,000 pull requests interactive within 1 s
- * of navigation in a cold browser context (measured and written to `.bench/dashboard.json`; not
- * met yet, see the README).
+ * of navigation, the median of five cold browser contexts (measured and written to
+ * `.bench/dashboard.json`; see the README for how reliably it is met).
  */
 import { generateKeyPairSync } from "node:crypto"
 import * as fs from "node:fs"
@@ -111,7 +111,51 @@ const api = (cookie: string, path: string, init: RequestInit = {}) =>
     }
   )
 
+/**
+ * Time to interactive of the pull-request list, taken in the page rather than by the test's
+ * polling: when the 50th row is in the DOM (React attaches the rows' and pager's handlers in
+ * that same commit), then one frame painted and the main thread free again for input.
+ */
+const LIST_INTERACTIVE_PROBE = `
+new MutationObserver((_, observer) => {
+  if (document.querySelectorAll('[data-testid="pull-requests"] tbody tr').length < 50) return
+  observer.disconnect()
+  requestAnimationFrame(() => setTimeout(() => console.info("bosun:list-interactive", performance.now())))
+}).observe(document, { childList: true, subtree: true })`
+
 const PR_ROWS = "[data-testid=pull-requests] tbody tr"
+
+/** Cold loads measured for the budget; their median is the figure (as Lighthouse advises). */
+const COLD_LOADS = 5
+
+/**
+ * One cold load of `/` (a fresh browser context: no cache, no cookies but the session): ms
+ * from navigation to the list being interactive, and to DOMContentLoaded. The test only waits
+ * on the page's own probe, so no polling of its competes with the app for the main thread.
+ */
+const coldListLoad = (base: string, cookie: string) =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const page = yield* pageWithSession(base, cookie)
+      yield* step(() => page.addInitScript(LIST_INTERACTIVE_PROBE))
+      const reported = page.waitForEvent("console", {
+        predicate: (message) => message.text().startsWith("bosun:list-interactive")
+      })
+      yield* step(() => page.goto(`${base}/`, { waitUntil: "commit" }))
+      const interactive = yield* step(() =>
+        reported.then((message) => message.args()[1]?.jsonValue() as Promise<number>)
+      )
+      const domContentLoaded = yield* step(
+        () =>
+          page.evaluate(
+            "performance.getEntriesByType('navigation')[0]?.domContentLoadedEventEnd ?? 0"
+          ) as Promise<number>
+      )
+      return { interactive, domContentLoaded }
+    })
+  )
+
+const median = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0
 
 const rowsOf = (page: Page, testId: string) =>
   step(() => page.locator(`[data-testid=${testId}] tbody tr`).allInnerTexts())
@@ -178,27 +222,29 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard (nee
             }
           })
 
+          const asked: Array<string> = []
+          page.on("request", (request) => {
+            const url = new URL(request.url())
+            if (url.pathname.startsWith("/api/")) asked.push(`${request.method()} ${url.pathname}${url.search}`)
+          })
+
           yield* step(() => page.goto(`${base}/`))
           yield* step(() => page.waitForURL(`${base}/orgs/${ORG}/pull-requests`))
           yield* step(() => page.locator(PR_ROWS).nth(49).waitFor())
-          // Interactive: React attaches the rows' and the pager's handlers in the same commit that
-          // shows them, so the list is interactive once its 50 rows are on screen.
-          const interactiveMs = yield* step(() => page.evaluate(() => performance.now()))
           const first = yield* rowsOf(page, "pull-requests")
+          // index.html's early script asks for both while the bundle loads; the app takes those
+          // answers rather than asking again.
+          assert.deepStrictEqual(asked, [
+            "GET /api/v1/me",
+            `GET /api/v1/organizations/${ORG}/pull-requests?page_size=50`
+          ])
+          const loads = yield* Effect.forEach(Array.from({ length: COLD_LOADS }), () => coldListLoad(base, cookie))
+          const interactiveMs = median(loads.map((load) => load.interactive))
+          const domContentLoadedMs = median(loads.map((load) => load.domContentLoaded))
           const clicked = yield* step(() => page.evaluate(() => performance.now()))
           yield* step(() => page.getByRole("button", { name: "Older →" }).click())
           yield* step(() => page.locator(PR_ROWS).first().filter({ hasText: "Change 950" }).waitFor())
           const nextPageMs = (yield* step(() => page.evaluate(() => performance.now()))) - clicked
-          const timing = yield* step(() =>
-            page.evaluate(() => {
-              // The browser's Performance (the test compiles against Node's, which has no navigation entries).
-              const browser = performance as unknown as {
-                getEntriesByType(type: string): Array<{ domContentLoadedEventEnd: number }>
-              }
-              const [navigation] = browser.getEntriesByType("navigation")
-              return { domContentLoaded: navigation?.domContentLoadedEventEnd ?? 0 }
-            })
-          )
           const gzippedJs = (yield* step(() => Promise.all(scripts))).reduce((sum, size) => sum + size, 0)
 
           const second = yield* rowsOf(page, "pull-requests")
@@ -227,8 +273,10 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard (nee
             JSON.stringify(
               {
                 pull_requests: 1000,
-                interactive_ms: Math.round(interactiveMs),
-                dom_content_loaded_ms: Math.round(timing.domContentLoaded),
+                cold_loads: COLD_LOADS,
+                interactive_ms_median: Math.round(interactiveMs),
+                interactive_ms_each: loads.map((load) => Math.round(load.interactive)),
+                dom_content_loaded_ms_median: Math.round(domContentLoadedMs),
                 next_page_ms: Math.round(nextPageMs),
                 first_screen_js_gzip_bytes: gzippedJs
               },
@@ -237,12 +285,13 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard (nee
             )
           )
           console.log(
-            `dashboard budget: list interactive ${Math.round(interactiveMs)} ms (DOMContentLoaded ${Math.round(timing.domContentLoaded)} ms), next page ${Math.round(nextPageMs)} ms, first-screen JS ${gzippedJs} B gzipped`
+            `dashboard budget: list interactive ${Math.round(interactiveMs)} ms median of ${COLD_LOADS} cold loads (${loads.map((load) => Math.round(load.interactive)).join(", ")}; DOMContentLoaded ${Math.round(domContentLoadedMs)} ms), next page ${Math.round(nextPageMs)} ms, first-screen JS ${gzippedJs} B gzipped`
           )
           assert.isBelow(gzippedJs, 300 * 1024, "first screen's JS under 300 kB gzipped")
-          // The 1 s target for `interactiveMs` is not met yet (README, Dashboard budget): the figure is
-          // recorded, and bounded here only against regressions far past it.
-          assert.isBelow(interactiveMs, 5000, "the list of 1,000 pull requests is interactive within 5 s")
+          // The 1 s target is met by the median on a quiet machine but not in this VM's slow spells
+          // (README, Dashboard budget), so the figure is recorded and bounded here against
+          // regressions, such as a development build of React, which measured 1.4–1.9 s.
+          assert.isBelow(interactiveMs, 1500, "the list of 1,000 pull requests is interactive within 1.5 s (median)")
           yield* screenshot(page, "pull-requests")
 
           const phone = yield* pageWithSession(base, cookie, { width: 390, height: 844 })
