@@ -220,7 +220,9 @@ const FindingCard = (props: {
       </p>
       {verification.reason === null ? null : <p className="muted">Unverified because: {verification.reason}</p>}
       <details>
-        <summary>Evidence ({finding.evidence.length} steps)</summary>
+        <summary>
+          Evidence ({finding.evidence.length} {finding.evidence.length === 1 ? "step" : "steps"})
+        </summary>
         <ol>
           {finding.evidence.map((step) => (
             <li key={`${step.path}:${step.line}:${step.note}`}>
