@@ -6,7 +6,8 @@
  * answer 404 anyway, and the shell does not even ask.
  */
 import { lazy, Suspense, useEffect } from "react"
-import { callFirst, isUnauthorized } from "./api/client.ts"
+import { call, isUnauthorized, preloadClient } from "./api/client.ts"
+import { earlyMe } from "./api/earlyAnswers.ts"
 import { useLoad } from "./api/useLoad.ts"
 import { homeOrganization } from "./firstScreen.ts"
 import { navigate, orgPath, parseRoute, type Route } from "./routes.ts"
@@ -79,13 +80,18 @@ const sectionOf = (pathname: string) => pathname.split("/")[3] ?? "pull-requests
 
 export const App = () => {
   const location = useLocation()
-  const [me] = useLoad(() => callFirst((client) => client.identity.me()), [])
+  const [me] = useLoad(() => earlyMe() ?? call((client) => client.identity.me()), [])
   const memberships = me.status === "ready" ? me.data.data.organizations : []
   const home = homeOrganization(memberships)
   const parsed = parseRoute(location.pathname)
   // `/` shows the first organization's pull requests at once and only the address changes (no
   // history entry, no second render): the list is the first screen's budget (README).
   const route: Route = parsed.screen === "home" && home !== undefined ? { screen: "pullRequests", org: home } : parsed
+
+  // The client and the whole contract are not in the first bundle: fetch them once it is up.
+  useEffect(() => {
+    if (me.status !== "loading") preloadClient()
+  }, [me.status])
 
   useEffect(() => {
     if (parsed.screen === "home" && home !== undefined) {
@@ -131,9 +137,7 @@ export const App = () => {
         <button
           type="button"
           className="plain"
-          onClick={() =>
-            void callFirst((client) => client.identity.logout()).finally(() => window.location.assign("/"))
-          }
+          onClick={() => void call((client) => client.identity.logout()).finally(() => window.location.assign("/"))}
         >
           Sign out
         </button>

@@ -9,6 +9,13 @@ import { parseRoute } from "./routes.ts"
 /** Rows per page of the pull-request list. */
 export const PULL_REQUEST_PAGE_SIZE = 50
 
+/** `GET /me`'s path, as `HttpApiClient` builds it from the contract. */
+export const ME_PATH = "/api/v1/me"
+
+/** The path of an organization's unfiltered first page of pull requests, as `HttpApiClient` builds it. */
+export const firstListPath = (organization: string) =>
+  `/api/v1/organizations/${encodeURIComponent(organization)}/pull-requests?page_size=${PULL_REQUEST_PAGE_SIZE}`
+
 /** The organization `/` opens: the caller's first membership. */
 export const homeOrganization = (organizations: ReadonlyArray<{ readonly id: string }>): string | undefined =>
   organizations[0]?.id

@@ -38,3 +38,6 @@ export const Me = Schema.Struct({
   organizations: Schema.Array(OrganizationMembership)
 })
 export type Me = typeof Me.Type
+
+/** `GET /me`'s body (`IdentityApi`), a Schema of its own so the dashboard's first screen can read it without the HTTP client. */
+export const MeResponse = Schema.Struct({ data: Me })

@@ -46,3 +46,6 @@ export const PageMeta = Schema.Struct({
   next_cursor: Schema.NullOr(Schema.String),
   previous_cursor: Schema.NullOr(Schema.String)
 })
+
+/** A page of the pull-request list (`PullRequestsApi`), a Schema of its own so the dashboard's first screen can read it without the HTTP client. */
+export const PullRequestPage = Schema.Struct({ data: Schema.Array(PullRequestListItem), meta: PageMeta })

@@ -1,6 +1,7 @@
 /**
  * Responses asked for before the app loaded (`early.ts`), kept by absolute URL until the app's
- * first identical GET takes one (`api/client.ts`). A response is taken once; a later request
+ * first identical GET takes one (`earlyAnswers.ts`, or the client's transport in
+ * `httpApiClient.ts`). A response is taken once; a later request
  * for the same URL goes to the network.
  */
 declare global {

@@ -7,7 +7,8 @@
  */
 import { PullRequestState } from "@bosun/domain/PullRequest"
 import { useEffect, useState } from "react"
-import { callFirst } from "../api/client.ts"
+import { call } from "../api/client.ts"
+import { earlyPullRequests } from "../api/earlyAnswers.ts"
 import { useLoad } from "../api/useLoad.ts"
 import { PULL_REQUEST_PAGE_SIZE } from "../firstScreen.ts"
 import { navigate, orgPath } from "../routes.ts"
@@ -47,7 +48,8 @@ export const PullRequests = (props: { readonly org: string; readonly search: str
 
   const [loaded] = useLoad(
     () =>
-      callFirst((client) =>
+      (state === undefined && search === "" && cursor === undefined ? earlyPullRequests(props.org) : undefined) ??
+      call((client) =>
         client.pullRequests.list({
           params: { organization_id: props.org },
           query: {

@@ -4,16 +4,13 @@
  * (503 `github_app_unconfigured`), so a first run shows what the operator must do instead of a
  * button that fails. The probe follows no redirect: a configured App answers 302 to GitHub.
  */
-import { ErrorBody } from "@bosun/domain/ApiError"
-import { Schema } from "effect"
 import { useEffect, useState } from "react"
+import { failureOfResponse, noAnswer } from "../api/failure.ts"
 
 type Probe =
   | { readonly status: "checking" }
   | { readonly status: "ready" }
   | { readonly status: "unconfigured" | "several" | "failed"; readonly message: string }
-
-const decodeError = Schema.decodeUnknownOption(Schema.Struct({ error: ErrorBody }))
 
 const LOGIN = "/api/v1/auth/github/login"
 
@@ -21,8 +18,7 @@ const probe = async (organization: string | null): Promise<Probe> => {
   const url = organization === null ? LOGIN : `${LOGIN}?organization_id=${encodeURIComponent(organization)}`
   const response = await fetch(url, { redirect: "manual" })
   if (response.type === "opaqueredirect" || response.status === 302) return { status: "ready" }
-  const body = decodeError(await response.json().catch(() => null))
-  const error = body._tag === "Some" ? body.value.error : { code: "unexpected", message: `HTTP ${response.status}` }
+  const error = failureOfResponse(response.status, await response.json().catch(() => null))
   if (error.code === "github_app_unconfigured") return { status: "unconfigured", message: error.message }
   if (error.code === "organization_required") return { status: "several", message: error.message }
   return { status: "failed", message: error.message }
@@ -37,7 +33,7 @@ export const SignIn = () => {
     let live = true
     probe(chosen).then(
       (found) => live && setState(found),
-      () => live && setState({ status: "failed", message: "Bosun did not answer; check that the server is up." })
+      () => live && setState({ status: "failed", message: noAnswer().message })
     )
     return () => {
       live = false

@@ -7,7 +7,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { BadRequest, NotFound } from "../ApiError.ts"
 import { PathId } from "../Ids.ts"
-import { PageMeta, PageSize, PullRequestListItem, PullRequestState } from "../PullRequest.ts"
+import { PageSize, PullRequestPage, PullRequestState } from "../PullRequest.ts"
 import { SessionAuth } from "./Auth.ts"
 
 export class PullRequestsApi extends HttpApiGroup.make("pullRequests")
@@ -20,7 +20,7 @@ export class PullRequestsApi extends HttpApiGroup.make("pullRequests")
         cursor: Schema.optional(Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(512))),
         page_size: Schema.optional(PageSize)
       },
-      success: Schema.Struct({ data: Schema.Array(PullRequestListItem), meta: PageMeta }),
+      success: PullRequestPage,
       error: [NotFound, BadRequest]
     })
   )
