@@ -6,25 +6,10 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
+import { copiedSources, readDockerfile, repositoryRoot as root } from "@bosun/testing"
 import { describe, expect, it } from "@effect/vitest"
 
-const root = fileURLToPath(new URL("../../../", import.meta.url))
-const text = fs.readFileSync(path.join(root, "infra/runtime.Dockerfile"), "utf8")
-
-/** Instructions with their continuation lines joined, comments dropped. */
-const instructions = text
-  .replace(/\\\n/g, " ")
-  .split("\n")
-  .map((line) => line.trim())
-  .filter((line) => line !== "" && !line.startsWith("#"))
-
-const stages = instructions.reduce<Array<Array<string>>>((all, line) => {
-  if (line.startsWith("FROM ")) all.push([line])
-  else all[all.length - 1]?.push(line)
-  return all
-}, [])
-const final = stages[stages.length - 1] ?? []
+const { instructions, final } = readDockerfile("infra/runtime.Dockerfile")
 
 describe("infra/runtime.Dockerfile", () => {
   it("builds the final image from Node 24 slim, runs as uid 1000, with node as PID 1 on the runtime's main", () => {
@@ -55,9 +40,6 @@ describe("infra/runtime.Dockerfile", () => {
   })
 
   it("copies only paths that exist in the repository", () => {
-    for (const line of instructions.filter((l) => l.startsWith("COPY ") && !l.includes("--from="))) {
-      const parts = line.split(/\s+/).filter((part) => !part.startsWith("--"))
-      for (const source of parts.slice(1, -1)) expect(fs.existsSync(path.join(root, source)), source).toBe(true)
-    }
+    for (const source of copiedSources(instructions)) expect(fs.existsSync(path.join(root, source)), source).toBe(true)
   })
 })

@@ -1,3 +1,4 @@
+export * from "./Dockerfile.ts"
 export * from "./Eventually.ts"
 export * from "./FakeComposio.ts"
 export * from "./FakeDeviceAuthServer.ts"
