@@ -34,10 +34,13 @@ COPY packages/testing/package.json packages/testing/
 RUN npm ci --omit=dev --no-audit --no-fund --workspace @bosun/server --include-workspace-root=false
 
 FROM node:24-bookworm-slim
+# `bosun` on the PATH: the operator CLI (docs/ runbooks: `docker exec <container> bosun …`).
 RUN apt-get update \
   && apt-get install -y --no-install-recommends git ripgrep ca-certificates \
   && rm -rf /var/lib/apt/lists/* \
-  && mkdir -p /data && chown 1000:1000 /data
+  && mkdir -p /data && chown 1000:1000 /data \
+  && printf '#!/bin/sh\nexec node /app/packages/server/src/cli/main.ts "$@"\n' > /usr/local/bin/bosun \
+  && chmod 755 /usr/local/bin/bosun
 WORKDIR /app
 ENV NODE_ENV=production \
   BOSUN_HOST=0.0.0.0 \

@@ -54,6 +54,9 @@ describe("infra/server.Dockerfile", () => {
     }
     expect(install).toContain("--no-install-recommends")
     expect(install).toContain("chown 1000:1000 /data")
+    // The operator CLI is on the PATH as `bosun`, for the runbooks in docs/.
+    expect(install).toContain(`exec node /app/packages/server/src/cli/main.ts "$@"\\n' > /usr/local/bin/bosun`)
+    expect(install).toContain("chmod 755 /usr/local/bin/bosun")
     expect(final.filter((line) => line.startsWith("RUN npm"))).toEqual([])
   })
 
