@@ -12,28 +12,21 @@
 import { generateKeyPairSync } from "node:crypto"
 import * as fs from "node:fs"
 import { gzipSync } from "node:zlib"
-import { eventually, FakeGithub, TestDatabase } from "@bosun/testing"
+import { FakeGithub, TestDatabase } from "@bosun/testing"
 import { assert, describe, layer } from "@effect/vitest"
 import { Duration, Effect, Layer, Redacted } from "effect"
-import type { Locator, Page } from "playwright-core"
-import { freePort } from "../../src/persistence/EmbeddedPostgres.ts"
+import type { Page } from "playwright-core"
 import { GithubAppsRepo } from "../../src/persistence/GithubAppsRepo.ts"
 import { MemoriesRepo } from "../../src/persistence/MemoriesRepo.ts"
 import { PullRequestsRepo } from "../../src/persistence/PullRequestsRepo.ts"
 import { RepositoriesRepo } from "../../src/persistence/RepositoriesRepo.ts"
 import { WorkItemsRepo } from "../../src/persistence/WorkItemsRepo.ts"
-import {
-  builtDashboard,
-  chromiumInstalled,
-  pageWithSession,
-  screenshot,
-  step,
-  TestBrowser
-} from "../support/Browser.ts"
+import { chromiumInstalled, pageWithSession, screenshot, step, TestBrowser } from "../support/Browser.ts"
+import { countReaches, dashboardServerSettings, organizationApi } from "../support/DashboardServer.ts"
 import { signIn } from "../support/Identity.ts"
 import { runCli } from "../support/Process.ts"
 import { runWithWriter } from "../support/RunEventWriter.ts"
-import { baseUrl, generateMasterKey, layerTestServer, request, testSettings } from "../support/TestServer.ts"
+import { baseUrl, generateMasterKey, layerTestServer, request } from "../support/TestServer.ts"
 
 const MASTER_KEY = generateMasterKey()
 const ORG = "acme"
@@ -41,23 +34,13 @@ const OTHER_ORG = "globex"
 const HEAD = "c".repeat(40)
 const APP_ID = 5151
 
-// No lane runs anything: the runs the screens start (deep scan, implement) stay QUEUED to be seen.
-const defaults = testSettings()
-const cluster = { ...defaults.cluster, scheduler: { ...defaults.cluster.scheduler, lanes: { AGENT: 0, REVIEW: 0 } } }
-
 const Server = Layer.unwrap(
   Effect.gen(function* () {
     const fake = yield* FakeGithub
-    const dashboardDir = yield* builtDashboard
-    // A known port, so the base URL is the browser's origin: writes from another origin are 403.
-    const port = yield* freePort
     return layerTestServer({
       settings: {
-        port,
-        baseUrl: new URL(`http://127.0.0.1:${port}`),
+        ...(yield* dashboardServerSettings),
         githubApiUrl: new URL(fake.apiUrl),
-        cluster,
-        dashboardDir,
         // Streams end every 2 s, so the run page reconnects during its test.
         sseStreamDuration: Duration.seconds(2)
       },
@@ -101,15 +84,6 @@ const seedPullRequests = (org: string, repositoryName: string, count: number, ti
     }
     return repository
   })
-
-const api = (cookie: string, path: string, init: RequestInit = {}) =>
-  Effect.map(
-    request(`/api/v1/organizations/${path}`, { ...init, headers: { cookie, "content-type": "application/json" } }),
-    (response) => {
-      assert.isBelow(response.status, 300, response.text)
-      return (response.json as { data: unknown }).data
-    }
-  )
 
 /**
  * Time to interactive of the pull-request list, taken in the page rather than by the test's
@@ -174,16 +148,6 @@ const median = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a -
 
 const rowsOf = (page: Page, testId: string) =>
   step(() => page.locator(`[data-testid=${testId}] tbody tr`).allInnerTexts())
-
-/** Waits (up to 20 s) until the number of elements `locator` matches satisfies `done`. */
-const countReaches = (locator: Locator, done: (count: number) => boolean) =>
-  Effect.orDie(
-    eventually(
-      step(() => locator.count()),
-      done,
-      Duration.seconds(20)
-    )
-  )
 
 describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard (needs /usr/bin/chromium)", () => {
   layer(Server, { excludeTestServices: true, timeout: Duration.minutes(3) })("the dashboard in Chromium", (it) => {
@@ -365,7 +329,7 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard (nee
         yield* step(() => page.getByLabel("Comment limit").fill("3"))
         yield* step(() => page.getByRole("button", { name: "Save configuration" }).click())
         yield* step(() => page.getByText("Saved").first().waitFor())
-        const saved = (yield* api(admin.cookie, `${ORG}/repositories/${repository.id}/configuration`)) as {
+        const saved = (yield* organizationApi(admin.cookie, `${ORG}/repositories/${repository.id}/configuration`)) as {
           review_policy: { strictness: string; comment_limit: number }
           sources: { review_policy: string }
         }
@@ -389,7 +353,7 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard (nee
         yield* step(() => card.getByText("Queries go through db.query").waitFor())
         yield* step(() => card.getByRole("button", { name: "Enable" }).click())
         yield* step(() => card.getByRole("button", { name: "Disable" }).waitFor())
-        const after = (yield* api(admin.cookie, `${ORG}/memories/${memory.id}`)) as { enabled: boolean }
+        const after = (yield* organizationApi(admin.cookie, `${ORG}/memories/${memory.id}`)) as { enabled: boolean }
         assert.isTrue(after.enabled)
         yield* screenshot(page, "memories")
       })
@@ -412,7 +376,10 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard (nee
         yield* step(() => page.goto(`${base}/orgs/${ORG}/work-items/${item.id}`))
         yield* step(() => page.getByRole("button", { name: "Approve" }).click())
         yield* step(() => page.getByText("IN_PROGRESS").first().waitFor())
-        const after = (yield* api(member.cookie, `${ORG}/work-items/${item.id}`)) as { state: string; phase: string }
+        const after = (yield* organizationApi(member.cookie, `${ORG}/work-items/${item.id}`)) as {
+          state: string
+          phase: string
+        }
         assert.deepStrictEqual(
           { state: after.state, phase: after.phase },
           { state: "IN_PROGRESS", phase: "IMPLEMENTING" }
@@ -465,7 +432,10 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard (nee
         yield* step(() => page.waitForURL(new RegExp(`/orgs/${ORG}/deep-scans/[^/]+$`)))
         const id = page.url().split("/").at(-1) ?? ""
         yield* step(() => page.getByText(HEAD.slice(0, 12)).first().waitFor())
-        const scan = (yield* api(member.cookie, `${ORG}/deep-scans/${id}`)) as { head_sha: string; status: string }
+        const scan = (yield* organizationApi(member.cookie, `${ORG}/deep-scans/${id}`)) as {
+          head_sha: string
+          status: string
+        }
         assert.deepStrictEqual({ head_sha: scan.head_sha, status: scan.status }, { head_sha: HEAD, status: "QUEUED" })
         yield* screenshot(page, "deep-scan-launched")
       })

@@ -27,19 +27,12 @@ import { ChatChannelsRepo } from "../../src/persistence/ChatChannelsRepo.ts"
 import { ContextSuggestionsRepo } from "../../src/persistence/ContextSuggestionsRepo.ts"
 import { DeepScanFindingsRepo, type NewFinding } from "../../src/persistence/DeepScanFindingsRepo.ts"
 import { DeepScansRepo } from "../../src/persistence/DeepScansRepo.ts"
-import { freePort } from "../../src/persistence/EmbeddedPostgres.ts"
 import { PullRequestsRepo } from "../../src/persistence/PullRequestsRepo.ts"
 import { RepositoriesRepo } from "../../src/persistence/RepositoriesRepo.ts"
-import {
-  builtDashboard,
-  chromiumInstalled,
-  pageWithSession,
-  screenshot,
-  step,
-  TestBrowser
-} from "../support/Browser.ts"
+import { chromiumInstalled, pageWithSession, screenshot, step, TestBrowser } from "../support/Browser.ts"
+import { countReaches, dashboardServerSettings, organizationApi } from "../support/DashboardServer.ts"
 import { signIn } from "../support/Identity.ts"
-import { baseUrl, layerTestServer, request, testSettings } from "../support/TestServer.ts"
+import { baseUrl, layerTestServer } from "../support/TestServer.ts"
 
 const HEAD = "d".repeat(40)
 const SLACK_TEAM = "T0SCREENS"
@@ -47,52 +40,20 @@ const SLACK_BOT = "U0BOSUN"
 const SLACK_TOKEN = "xoxb-dashboard-screens-4f1a"
 const SLACK_SECRET = "dashboard-screens-signing-secret-9c2e"
 
-// No lane runs anything: the catalog discovery an API key queues and the deep scan's run stay
-// where the tests put them.
-const defaults = testSettings()
-const cluster = { ...defaults.cluster, scheduler: { ...defaults.cluster.scheduler, lanes: { AGENT: 0, REVIEW: 0 } } }
-
+// No lane runs anything (dashboardServerSettings): the catalog discovery an API key queues and the
+// deep scan's run stay where the tests put them.
 const Server = Layer.unwrap(
   Effect.gen(function* () {
     const slack = yield* FakeSlack
-    const dashboardDir = yield* builtDashboard
-    // A known port, so the base URL is the browser's origin: writes from another origin are 403.
-    const port = yield* freePort
     return layerTestServer({
-      settings: {
-        port,
-        baseUrl: new URL(`http://127.0.0.1:${port}`),
-        slackApiUrl: new URL(slack.apiUrl),
-        cluster,
-        dashboardDir
-      }
+      settings: { ...(yield* dashboardServerSettings), slackApiUrl: new URL(slack.apiUrl) }
     })
   })
 ).pipe(Layer.provideMerge(FakeSlack.layer), Layer.provideMerge(TestBrowser.layer))
 
-/** `data` of a successful API answer (status under 300), as the caller's type. */
-const api = <A>(cookie: string, path: string, init: RequestInit = {}) =>
-  Effect.map(
-    request(`/api/v1/organizations/${path}`, { ...init, headers: { cookie, "content-type": "application/json" } }),
-    (response) => {
-      assert.isBelow(response.status, 300, response.text)
-      return (response.json as { data: A }).data
-    }
-  )
-
 const upsertRepository = (org: string, name: string) =>
   Effect.flatMap(RepositoriesRepo, (repositories) =>
     repositories.upsert(org, { githubRepositoryId: null, owner: org, name, defaultBranch: "main" })
-  )
-
-/** Waits (up to 20 s) until the number of elements `locator` matches satisfies `done`. */
-const countReaches = (locator: Locator, done: (count: number) => boolean) =>
-  Effect.orDie(
-    eventually(
-      step(() => locator.count()),
-      done,
-      Duration.seconds(20)
-    )
   )
 
 const bodyText = (page: Page) => step(async () => (await page.locator("body").textContent()) ?? "")
@@ -184,7 +145,7 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard scre
               "no API answer the page received carries the key"
             )
 
-            const connection = yield* api<AgentConnection>(admin.cookie, `${org}/opencode-connection`)
+            const connection = yield* organizationApi<AgentConnection>(admin.cookie, `${org}/opencode-connection`)
             assert.deepStrictEqual(connection.auth, {
               active_version: 1,
               configured: true,
@@ -246,7 +207,7 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard scre
                 .waitFor()
             )
 
-            const listed = yield* api<ReadonlyArray<ContextSuggestion>>(
+            const listed = yield* organizationApi<ReadonlyArray<ContextSuggestion>>(
               admin.cookie,
               `${org}/repositories/${primary.id}/context-suggestions`
             )
@@ -264,7 +225,7 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard scre
                 { ...proposed, state, decided_by: admin.userId, decided_at: "t" }
               )
             }
-            const configuration = yield* api<RepositoryConfiguration>(
+            const configuration = yield* organizationApi<RepositoryConfiguration>(
               admin.cookie,
               `${org}/repositories/${primary.id}/configuration`
             )
@@ -282,7 +243,7 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard scre
             const channels = yield* ChatChannelsRepo
             const admin = yield* signIn("slack-admin", [[org, "ADMIN"]])
             slack.addWorkspace({ token: SLACK_TOKEN, teamId: SLACK_TEAM, teamName: "Screens", botUserId: SLACK_BOT })
-            yield* api(admin.cookie, `${org}/slack-connection`, {
+            yield* organizationApi(admin.cookie, `${org}/slack-connection`, {
               method: "PUT",
               body: JSON.stringify({ bot_token: SLACK_TOKEN, signing_secret: SLACK_SECRET })
             })
@@ -306,7 +267,7 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard scre
             yield* step(() => incidents.click())
             yield* settles(incidents, false)
 
-            const listed = yield* api<ReadonlyArray<ChatChannel>>(admin.cookie, `${org}/slack/channels`)
+            const listed = yield* organizationApi<ReadonlyArray<ChatChannel>>(admin.cookie, `${org}/slack/channels`)
             assert.deepStrictEqual(listed, [
               { id: "G0INCIDENTS", is_private: true, name: "incidents", passive_enabled: false },
               { id: "C0REVIEWS", is_private: false, name: "reviews", passive_enabled: true }
@@ -373,7 +334,7 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard scre
             yield* step(() => page.getByText("1 accepted · 0 pending · 1 rejected").waitFor())
             yield* step(() => page.getByRole("button", { name: "Create fix work item" }).waitFor())
 
-            const after = yield* api<DeepScan>(member.cookie, `${org}/deep-scans/${scan.id}`)
+            const after = yield* organizationApi<DeepScan>(member.cookie, `${org}/deep-scans/${scan.id}`)
             assert.deepStrictEqual(
               {
                 status: after.status,
@@ -392,7 +353,7 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard scre
                 fix_work_item_id: null
               }
             )
-            const decided = yield* api<ReadonlyArray<DeepScanFinding>>(
+            const decided = yield* organizationApi<ReadonlyArray<DeepScanFinding>>(
               member.cookie,
               `${org}/deep-scans/${scan.id}/findings`
             )
