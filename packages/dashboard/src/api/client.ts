@@ -26,5 +26,7 @@ export const call = async <A, E>(request: (client: Client) => Effect.Effect<A, E
  * main thread with it.
  */
 export const preloadClient = (): void => {
-  requestIdleCallback(() => void loadClient(), { timeout: 5000 })
+  // Safari has no `requestIdleCallback`; there a short timeout leaves the first screen its frame.
+  if (typeof window.requestIdleCallback === "function") requestIdleCallback(() => void loadClient(), { timeout: 5000 })
+  else setTimeout(() => void loadClient(), 200)
 }
