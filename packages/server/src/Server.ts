@@ -1,9 +1,11 @@
 /**
- * The Bosun server process as one Layer: configuration, instance secrets, the agent runtime
+ * The Bosun server process as one Layer, in the role its configuration names (README: Roles):
+ * configuration, instance secrets, the agent runtime
  * (external, or the embedded one launched beside the server), the database (external or
  * embedded), the Migrator with its boot-time run, the storage roles (blob store, cache, queues,
  * outbox relay), the application services (sealing, repositories, sessions, the GitHub OAuth
- * client, the secret-rotation worker), and the HTTP application on a Node server.
+ * client, the secret-rotation worker), the HTTP application on a Node server, and `/metrics` on
+ * its own port when configured.
  * `main.ts` launches it; integration tests build the same layer with their own database, port and
  * extra routes.
  */
@@ -18,15 +20,16 @@ import { HttpServer } from "effect/http"
 import { NetAddress } from "effect/net"
 import { layerClusterRunner } from "./cluster/ClusterLive.ts"
 import { WorkflowTypesLive } from "./cluster/WorkflowTypesLive.ts"
-import { AppConfig } from "./config/AppConfig.ts"
+import { AppConfig, type Role } from "./config/AppConfig.ts"
 import { InstanceSecrets } from "./config/InstanceSecrets.ts"
 import { SecretRotation } from "./crypto/SecretRotation.ts"
 import { Secrets } from "./crypto/Secrets.ts"
 import { DeepScanCronLive } from "./deepscan/DeepScanSchedules.ts"
 import { EffectsConsumerLive } from "./effects/EffectsConsumer.ts"
-import { ApiRoutes, serve } from "./http/HttpApp.ts"
+import { ApiRoutes, RunnerRoutes, serve } from "./http/HttpApp.ts"
 import { OrgAccess } from "./http/OrgAccess.ts"
 import { InboxConsumerLive } from "./inbox/InboxConsumer.ts"
+import { MetricsServerLive } from "./observability/MetricsServer.ts"
 import { AgentConnectionsRepo } from "./persistence/AgentConnectionsRepo.ts"
 import { AuditLog } from "./persistence/AuditLog.ts"
 import { ChatChannelsRepo } from "./persistence/ChatChannelsRepo.ts"
@@ -164,7 +167,12 @@ const Announce = Layer.effectDiscard(
     yield* Effect.logInfo("bosun_listening").pipe(
       Effect.annotateLogs({
         address,
+        role: config.role,
         base_url: config.baseUrl.href,
+        metrics_address: Option.match(config.metrics, {
+          onNone: () => null,
+          onSome: ({ host, port }) => `${host}:${port}`
+        }),
         embedded: Option.isSome(secrets.embedded),
         runtime_url: runtime.endpoint.baseUrl.origin,
         runtime_embedded: runtime.embedded
@@ -202,22 +210,35 @@ const Announce = Layer.effectDiscard(
   })
 )
 
-/** The whole server with these workflow types (production: `WorkflowTypesLive`). */
-export const makeServerLive = <E, R>(workflowTypes: Layer.Layer<WorkflowTypes, E, R>) =>
+/** The background work of a runner: the inbox and effects consumers, and the deep-scan cron. */
+const BackgroundWorkersLive = Layer.mergeAll(InboxConsumerLive, EffectsConsumerLive, DeepScanCronLive)
+
+/**
+ * One role's server (README: Roles). `all` and `runner` run the consumers, the cron and the
+ * secret-rotation worker; `api` runs none of them and joins the cluster as a client (its
+ * `ClusterSettings.clientOnly`), so it hosts no entity and starts no singleton. A `runner` serves
+ * only the health endpoints on its HTTP port.
+ */
+const serverOfRole = <E, R>(role: Role, workflowTypes: Layer.Layer<WorkflowTypes, E, R>) =>
   Announce.pipe(
     // The server starts listening only once everything its routes use is built: a request that
     // arrived before the routes were installed would never be answered.
-    Layer.provideMerge(HttpLive(ApiRoutes).pipe(Layer.provideMerge(NodeServerLive))),
-    Layer.provideMerge(Layer.mergeAll(InboxConsumerLive, EffectsConsumerLive, DeepScanCronLive)),
+    Layer.provideMerge(HttpLive(role === "runner" ? RunnerRoutes : ApiRoutes).pipe(Layer.provideMerge(NodeServerLive))),
+    Layer.provideMerge(Layer.merge(MetricsServerLive, role === "api" ? Layer.empty : BackgroundWorkersLive)),
     Layer.provideMerge(ClusterProvidersLive),
     Layer.provideMerge(layerClusterRunner(workflowTypes)),
     Layer.provideMerge(AppProvidersLive),
-    Layer.provideMerge(AppServicesLive),
+    Layer.provideMerge(appServices({ rotationWorker: role !== "api" })),
     Layer.provideMerge(StorageLive),
     Layer.provideMerge(AgentRuntime.layer),
     Layer.provideMerge(Migrator.layer),
     Layer.provide(DatabaseLive),
-    Layer.provideMerge(InstanceSecrets.layer),
+    Layer.provideMerge(InstanceSecrets.layer)
+  )
+
+/** The whole server with these workflow types (production: `WorkflowTypesLive`), in the configured role. */
+export const makeServerLive = <E, R>(workflowTypes: Layer.Layer<WorkflowTypes, E, R>) =>
+  Layer.unwrap(Effect.map(AppConfig, (config) => serverOfRole(config.role, workflowTypes))).pipe(
     Layer.provideMerge(AppConfig.layer)
   )
 

@@ -8,6 +8,7 @@
 import type { AttemptStep, RunEvent, RunState, WorkflowEvent } from "@bosun/domain"
 import { Effect, Option } from "effect"
 import { SqlClient } from "effect/sql"
+import { recordFirstEvent } from "./AttemptMetrics.ts"
 import type { AttemptRun } from "./AttemptPorts.ts"
 
 export interface AttemptStatus {
@@ -201,7 +202,9 @@ export const flushEvents = Effect.fn("Attempt.flushEvents")(function* (
   const sql = yield* SqlClient.SqlClient
   const last = events[events.length - 1]
   if (last === undefined) return [] as ReadonlyArray<WorkflowEvent>
-  return yield* sql
+  // Recorded once the transaction committed: a rolled-back flush wrote no first event.
+  let firstEventAfter: { readonly workflow_type: string; readonly waited_s: number } | undefined
+  const written = yield* sql
     .withTransaction(
       Effect.gen(function* () {
         const moved = yield* sql<{ id: string }>`
@@ -226,6 +229,13 @@ export const flushEvents = Effect.fn("Attempt.flushEvents")(function* (
         const [first, ...rest] = rows
         if (first === undefined) return [] as ReadonlyArray<WorkflowEvent>
         yield* sql`INSERT INTO workflow_events ${sql.insert([first, ...rest])}`
+        if (base === 0) {
+          // The run's first events: how long after the run was created they were written.
+          const [created] = yield* sql<{ workflow_type: string; waited_s: number }>`
+            SELECT workflow_type, extract(epoch FROM now() - created_at)::float8 AS waited_s
+            FROM workflow_runs WHERE organization_id = ${run.organizationId} AND id = ${run.runId}`
+          if (created !== undefined) firstEventAfter = created
+        }
         return rows.map(
           (row, index): WorkflowEvent => ({
             seq: row.seq,
@@ -238,6 +248,8 @@ export const flushEvents = Effect.fn("Attempt.flushEvents")(function* (
       })
     )
     .pipe(Effect.orDie)
+  if (firstEventAfter !== undefined) yield* recordFirstEvent(firstEventAfter.workflow_type, firstEventAfter.waited_s)
+  return written
 })
 
 export interface AttemptOutcome {

@@ -28,6 +28,7 @@ import { RunEvents } from "../events/RunEvents.ts"
 import { RuntimeClient, type RuntimeError, type TailLine } from "../runtime/RuntimeClient.ts"
 import type { SandboxError, SandboxProviderName, SandboxProviderShape } from "../sandbox/SandboxProvider.ts"
 import { wakeScheduler } from "../scheduler/SchedulerEntity.ts"
+import { recordAttemptFailure } from "./AttemptMetrics.ts"
 import {
   AttemptError,
   type AttemptRun,
@@ -369,9 +370,12 @@ export const RunAttemptWorkflowLive = RunAttemptWorkflow.toLayer(
         Effect.gen(function* () {
           // Reported before the attempt ends, so a crash in between reports again (the report is
           // keyed by the run) rather than not at all; an attempt no longer running reports nothing.
+          const context =
+            outcome.status === "FAILED" && outcome.error !== null
+              ? yield* Records.failureContext(run, outcome.retryable)
+              : Option.none()
           if (outcome.status === "FAILED" && outcome.error !== null) {
             const report = (yield* WorkflowTypes).get(run.workflowType)?.reportFailure
-            const context = yield* Records.failureContext(run, outcome.retryable)
             if (report !== undefined && Option.isSome(context) && context.value.final) {
               yield* report({
                 run,
@@ -390,7 +394,14 @@ export const RunAttemptWorkflowLive = RunAttemptWorkflow.toLayer(
               )
             }
           }
-          yield* Records.finishAttempt(run, outcome)
+          const ended = yield* Records.finishAttempt(run, outcome)
+          // Counted by the finish that ended the attempt, so a replayed activity counts it once.
+          if (ended && outcome.status === "FAILED") {
+            yield* recordAttemptFailure(
+              Option.match(context, { onNone: () => "execute", onSome: (c) => c.step }),
+              outcome.error?.code ?? "unknown"
+            )
+          }
         })
       )
     })

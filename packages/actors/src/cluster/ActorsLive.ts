@@ -29,6 +29,19 @@ export interface ClusterSettings {
   readonly listenAddress?: { readonly host: string; readonly port: number } | undefined
   /** How long a killed runner's shards stay locked before others take them. */
   readonly shardLockExpiration: Duration.Duration
+  /**
+   * A cluster client that hosts no shards (an API-only process): it sends to entities on the
+   * runners but runs none, and its singletons (the Scheduler's alarm, crons) never start here.
+   */
+  readonly clientOnly: boolean
+  /**
+   * How runners decide a peer is gone: `ping` asks it over the socket; `k8s` asks the Kubernetes
+   * API whether its Pod is still running (a Pod that is gone frees its shards without waiting for
+   * pings to fail). `k8s` needs the Pod's service account to get and list Pods in `namespace`.
+   */
+  readonly runnerHealth:
+    | { readonly _tag: "ping" }
+    | { readonly _tag: "k8s"; readonly namespace: string | undefined; readonly labelSelector: string | undefined }
   readonly scheduler: SchedulerLayerSettings
   readonly attempts: AttemptSettingsShape
   /** How long a provider usage reading answers lookups (the spec's 60 s). */
@@ -37,19 +50,29 @@ export interface ClusterSettings {
   readonly deviceAuth: Option.Option<AgentDeviceAuthSettings>
 }
 
-export const layerCluster = (settings: ClusterSettings) =>
-  NodeClusterSocket.layer({
-    storage: "sql",
-    runnerHealth: "ping",
-    shardingConfig: {
-      runnerAddress: Option.some(RunnerAddress.make(settings.runnerAddress.host, settings.runnerAddress.port)),
-      runnerListenAddress:
-        settings.listenAddress === undefined
-          ? Option.none()
-          : Option.some(RunnerAddress.make(settings.listenAddress.host, settings.listenAddress.port)),
-      shardLockExpiration: settings.shardLockExpiration
-    }
-  })
+export const layerCluster = (settings: ClusterSettings) => {
+  const shardingConfig = {
+    runnerAddress: Option.some(RunnerAddress.make(settings.runnerAddress.host, settings.runnerAddress.port)),
+    runnerListenAddress:
+      settings.listenAddress === undefined
+        ? Option.none()
+        : Option.some(RunnerAddress.make(settings.listenAddress.host, settings.listenAddress.port)),
+    shardLockExpiration: settings.shardLockExpiration
+  }
+  return settings.clientOnly
+    ? NodeClusterSocket.layer({ storage: "sql", clientOnly: true, shardingConfig })
+    : settings.runnerHealth._tag === "k8s"
+      ? NodeClusterSocket.layer({
+          storage: "sql",
+          runnerHealth: "k8s",
+          runnerHealthK8s: {
+            namespace: settings.runnerHealth.namespace,
+            labelSelector: settings.runnerHealth.labelSelector
+          },
+          shardingConfig
+        })
+      : NodeClusterSocket.layer({ storage: "sql", runnerHealth: "ping", shardingConfig })
+}
 
 /** The entities and workflows on a runner; needs the ports (with `UsageSource`), `RuntimeClient` and a `SqlClient`. */
 export const layerActors = (settings: ClusterSettings) =>

@@ -11,6 +11,7 @@
  */
 import { Duration, Effect, Layer, Queue } from "effect"
 import { Singleton } from "effect/cluster"
+import { recordQueueWaits } from "../attempt/AttemptMetrics.ts"
 import { MigrationGate } from "../attempt/AttemptPorts.ts"
 import { RunAttemptWorkflow } from "../attempt/RunAttemptWorkflow.ts"
 import { SchedulerEntity, wakeScheduler } from "./SchedulerEntity.ts"
@@ -54,6 +55,7 @@ export const layerScheduler = (settings: SchedulerLayerSettings) =>
         const wakeups = yield* Queue.sliding<void>(1)
         const pass = Effect.gen(function* () {
           const report = yield* runPass(settings)
+          yield* recordQueueWaits(report.queueWaits)
           yield* Effect.forEach(report.expired, interrupt, { discard: true })
           yield* Effect.forEach(report.toStart, start, { discard: true, concurrency: 16 })
           if (report.claimed > 0 || report.settled > 0 || report.expired.length > 0) {

@@ -43,6 +43,8 @@ export interface PassReport {
   readonly settled: number
   readonly toStart: ReadonlyArray<AttemptRef>
   readonly expired: ReadonlyArray<AttemptRef>
+  /** How long each claimed job had been due (created, or out of its retry backoff), by lane. */
+  readonly queueWaits: ReadonlyArray<{ readonly lane: string; readonly seconds: number }>
   /** When a queued job becomes due or a running attempt's lease runs out, if ever. */
   readonly nextDueAt: Date | null
 }
@@ -144,7 +146,7 @@ export const runPass = Effect.fn("Scheduler.pass")(function* (settings: Schedule
                                  error_message = 'a newer review of this pull request replaced it', updated_at = now()
         WHERE id IN (SELECT run_id FROM superseded)`
 
-        const claimed = yield* sql<RefRow>`
+        const claimed = yield* sql<RefRow & { readonly lane: string; readonly queue_wait_s: number }>`
         WITH running AS (
           SELECT lane, count(*)::int AS n FROM jobs WHERE status = 'RUNNING' GROUP BY lane
         ), candidates AS (
@@ -163,7 +165,8 @@ export const runPass = Effect.fn("Scheduler.pass")(function* (settings: Schedule
         ), claimed AS (
           UPDATE jobs j SET status = 'RUNNING', attempt = j.attempt + 1, workflow_started = false, updated_at = now()
           FROM chosen WHERE j.id = chosen.id
-          RETURNING j.organization_id, j.run_id, j.attempt
+          RETURNING j.organization_id, j.run_id, j.attempt, j.lane,
+                    extract(epoch FROM now() - greatest(j.created_at, j.not_before))::float8 AS queue_wait_s
         ), attempts AS (
           INSERT INTO workflow_attempts (id, run_id, attempt, status, started_at, heartbeat_at)
           SELECT run_id || ':' || attempt, run_id, attempt, 'RUNNING', now(), now() FROM claimed
@@ -173,7 +176,7 @@ export const runPass = Effect.fn("Scheduler.pass")(function* (settings: Schedule
                                      finished_at = NULL, current_phase = 'claimed', updated_at = now()
           FROM claimed WHERE r.id = claimed.run_id
         )
-        SELECT organization_id, run_id, attempt FROM claimed`
+        SELECT organization_id, run_id, attempt, lane, queue_wait_s FROM claimed`
 
         const toStart = yield* sql<RefRow>`
         SELECT organization_id, run_id, attempt FROM jobs
@@ -189,6 +192,7 @@ export const runPass = Effect.fn("Scheduler.pass")(function* (settings: Schedule
 
         return {
           claimed: claimed.length,
+          queueWaits: claimed.map((row) => ({ lane: row.lane, seconds: Math.max(0, row.queue_wait_s) })),
           settled: settled.length,
           toStart: toStart.map(toRef),
           expired: expired.map(toRef),

@@ -46,3 +46,9 @@ export class BosunApi extends HttpApi.make("bosun")
   .add(SlackEventsApi)
   .add(SecretRotationsApi)
   .middleware(RequestValidation) {}
+
+/**
+ * What a runner-only process serves (README: Roles): the health endpoints its orchestrator probes,
+ * nothing else — API traffic goes to `api` or `all` processes.
+ */
+export class RunnerApi extends HttpApi.make("bosun-runner").add(HealthApi) {}

@@ -72,7 +72,17 @@ export interface MasterKeySettings {
   readonly previous: ReadonlyMap<number, Redacted.Redacted<string>>
 }
 
+/**
+ * What this process does (README: Roles). `all` serves the API and is a cluster runner with the
+ * background consumers; `api` serves the API as a cluster client that hosts no entities, so API
+ * replicas scale apart from runners; `runner` is a cluster runner with the consumers, its HTTP port
+ * answering only `/healthz` and `/readyz`.
+ */
+export const ROLES = ["all", "api", "runner"] as const
+export type Role = (typeof ROLES)[number]
+
 export interface AppSettings {
+  readonly role: Role
   readonly host: string
   readonly port: number
   readonly baseUrl: URL
@@ -144,6 +154,10 @@ export interface AppSettings {
   }
   /** This process as a cluster runner, the Scheduler's lanes and leases, the attempts' pacing. */
   readonly cluster: ClusterSettings
+  /** Prometheus `/metrics` on its own address (`BOSUN_METRICS_PORT`); absent, no metrics server. */
+  readonly metrics: Option.Option<{ readonly host: string; readonly port: number }>
+  /** Traces over OTLP/HTTP (`OTEL_EXPORTER_OTLP_ENDPOINT`); absent, spans are not exported. */
+  readonly tracing: Option.Option<{ readonly endpoint: URL; readonly serviceName: string }>
   /** How long one live run stream lasts before `event: reconnect` (spec: about 55 s). */
   readonly sseStreamDuration: Duration.Duration
 }
@@ -253,10 +267,18 @@ const runtimeConfig = Config.all({
 const Concurrency = Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 1000 }))
 const PositiveInt = Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 100_000 }))
 
+const roleConfig = Config.schema(Schema.Literals(ROLES), "BOSUN_ROLE").pipe(Config.withDefault("all" as const))
+
 const clusterConfig: Config.Config<ClusterSettings> = Config.all({
   runnerHost: Config.String("BOSUN_RUNNER_HOST").pipe(Config.withDefault("127.0.0.1")),
   runnerPort: Config.Port("BOSUN_RUNNER_PORT").pipe(Config.withDefault(34431)),
   listenHost: Config.option(Config.String("BOSUN_RUNNER_LISTEN_HOST")),
+  role: roleConfig,
+  runnerHealth: Config.schema(Schema.Literals(["ping", "k8s"]), "BOSUN_RUNNER_HEALTH").pipe(
+    Config.withDefault("ping" as const)
+  ),
+  runnerHealthNamespace: Config.option(Config.NonEmptyString("BOSUN_RUNNER_HEALTH_NAMESPACE")),
+  runnerHealthLabelSelector: Config.option(Config.NonEmptyString("BOSUN_RUNNER_HEALTH_LABEL_SELECTOR")),
   shardLockExpiration: duration("BOSUN_SHARD_LOCK_EXPIRATION", Duration.seconds(10)),
   agentLane: Config.schema(Concurrency, "BOSUN_LANE_AGENT_CONCURRENCY").pipe(Config.withDefault(4)),
   reviewLane: Config.schema(Concurrency, "BOSUN_LANE_REVIEW_CONCURRENCY").pipe(Config.withDefault(4)),
@@ -285,6 +307,15 @@ const clusterConfig: Config.Config<ClusterSettings> = Config.all({
         onSome: (host) => ({ host, port: c.runnerPort })
       }),
       shardLockExpiration: c.shardLockExpiration,
+      clientOnly: c.role === "api",
+      runnerHealth:
+        c.runnerHealth === "k8s"
+          ? {
+              _tag: "k8s",
+              namespace: Option.getOrUndefined(c.runnerHealthNamespace),
+              labelSelector: Option.getOrUndefined(c.runnerHealthLabelSelector)
+            }
+          : { _tag: "ping" },
       usageTtl: c.usageTtl,
       scheduler: {
         lanes: { AGENT: c.agentLane, REVIEW: c.reviewLane },
@@ -321,6 +352,7 @@ const clusterConfig: Config.Config<ClusterSettings> = Config.all({
 )
 
 export const appConfig: Config.Config<AppSettings> = Config.all({
+  role: roleConfig,
   host: Config.String("BOSUN_HOST").pipe(Config.withDefault("127.0.0.1")),
   port: Config.Port("BOSUN_PORT").pipe(Config.withDefault(8080)),
   baseUrl: Config.option(Config.URL("BOSUN_BASE_URL")),
@@ -364,11 +396,17 @@ export const appConfig: Config.Config<AppSettings> = Config.all({
   composioApiKey: optionalRedacted("BOSUN_COMPOSIO_API_KEY"),
   runtime: runtimeConfig,
   cluster: clusterConfig,
-  sseStreamDuration: duration("BOSUN_SSE_STREAM_DURATION", Duration.seconds(55))
+  sseStreamDuration: duration("BOSUN_SSE_STREAM_DURATION", Duration.seconds(55)),
+  metricsPort: Config.option(Config.Port("BOSUN_METRICS_PORT")),
+  metricsHost: Config.option(Config.String("BOSUN_METRICS_HOST")),
+  otlpEndpoint: Config.option(Config.URL("OTEL_EXPORTER_OTLP_ENDPOINT")),
+  serviceName: Config.NonEmptyString("OTEL_SERVICE_NAME").pipe(Config.withDefault("bosun"))
 }).pipe(
-  Config.map(({ baseUrl, ...rest }) => ({
+  Config.map(({ baseUrl, metricsPort, metricsHost, otlpEndpoint, serviceName, ...rest }) => ({
     ...rest,
-    baseUrl: Option.getOrElse(baseUrl, () => new URL(`http://${urlHost(rest.host)}:${rest.port}`))
+    baseUrl: Option.getOrElse(baseUrl, () => new URL(`http://${urlHost(rest.host)}:${rest.port}`)),
+    metrics: Option.map(metricsPort, (port) => ({ host: Option.getOrElse(metricsHost, () => rest.host), port })),
+    tracing: Option.map(otlpEndpoint, (endpoint) => ({ endpoint, serviceName }))
   }))
 )
 

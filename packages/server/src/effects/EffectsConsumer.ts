@@ -5,12 +5,13 @@
  * Slack (`slack/SlackEffects.ts`), Linear (`linear/LinearEffects.ts`). Each handler makes its call
  * once (`EffectOnce`). A failed call fails the message, which the queue retries and after five
  * deliveries moves to `bosun-effects-dlq` with the provider's error, for `bosun queues
- * dead-letters list|replay`. A row of a kind with no handler fails the same way rather than being
+ * dead-letters list|replay`; every failed call counts in `bosun_outbound_effect_failures_total`. A row of a kind with no handler fails the same way rather than being
  * marked done unread.
  */
-import { Effect, Layer } from "effect"
+import { Cause, Effect, Layer, Metric } from "effect"
 import { makeGithubEffectHandlers } from "../github/GithubEffects.ts"
 import { makeLinearEffectHandlers } from "../linear/LinearEffects.ts"
+import { outboundEffectFailures, providerOfKind } from "../observability/Metrics.ts"
 import { Migrator } from "../persistence/Migrator.ts"
 import { makeSlackEffectHandlers } from "../slack/SlackEffects.ts"
 import { Outbox } from "../storage/Outbox.ts"
@@ -31,9 +32,23 @@ export const EffectsConsumerLive = Layer.effectDiscard(
         queues.consume("bosun-effects", (message) =>
           outbox.handle(message, (row) => {
             const handler = handlers.get(row.kind)
-            return handler === undefined
-              ? Effect.die(new Error(`bosun-effects has no handler for kind ${row.kind}`))
-              : handler(row.payload)
+            const call =
+              handler === undefined
+                ? Effect.die(new Error(`bosun-effects has no handler for kind ${row.kind}`))
+                : handler(row.payload)
+            return call.pipe(
+              Effect.onError((cause) =>
+                Cause.hasInterruptsOnly(cause)
+                  ? Effect.void
+                  : Metric.update(
+                      Metric.withAttributes(outboundEffectFailures, {
+                        provider: providerOfKind(row.kind),
+                        kind: row.kind
+                      }),
+                      1
+                    )
+              )
+            )
           })
         )
       ),

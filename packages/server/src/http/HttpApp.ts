@@ -5,7 +5,7 @@
  * `serve` takes the route layer as an argument so integration tests can add routes of their own
  * (a route that dies, a group with path parameters) to exactly the stack production serves.
  */
-import { BosunApi } from "@bosun/domain"
+import { BosunApi, RunnerApi } from "@bosun/domain"
 import { Context, Effect, Layer, References, Scope, Tracer } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
@@ -23,7 +23,7 @@ import { DashboardRoute } from "./DashboardHttp.ts"
 import { DeepScansHttp } from "./DeepScansHttp.ts"
 import { GithubAppHttp } from "./GithubAppHttp.ts"
 import { GithubWebhooksRoute } from "./GithubWebhooksHttp.ts"
-import { HealthHttp } from "./HealthHttp.ts"
+import { HealthHttp, RunnerHealthHttp } from "./HealthHttp.ts"
 import { IdentityHttp } from "./IdentityHttp.ts"
 import { InstanceHttp } from "./InstanceHttp.ts"
 import { LinearHttp } from "./LinearHttp.ts"
@@ -74,6 +74,9 @@ const BosunApiRoutes = HttpApiBuilder.layer(BosunApi, { openapiPath: "/api/v1/op
  * webhook's raw handler does); and the dashboard, on every other GET.
  */
 export const ApiRoutes = Layer.mergeAll(BosunApiRoutes, GithubWebhooksRoute, DashboardRoute)
+
+/** A runner-only process's routes (README: Roles): the health endpoints and nothing else. */
+export const RunnerRoutes = HttpApiBuilder.layer(RunnerApi).pipe(Layer.provide(RunnerHealthHttp))
 
 /**
  * The router. Path parameters may be up to 1024 characters at the router so that the spec's

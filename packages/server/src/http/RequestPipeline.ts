@@ -11,7 +11,8 @@
  *   404, unreadable bodies 400, defects 500 with a generic message (the stack goes to the
  *   `http_request_failed` log line only), and an error status a library answered in its own
  *   format (e.g. a 415 in text/plain) into the envelope, its headers kept;
- * - writes exactly one `http_request` JSON line with the matched route template.
+ * - writes exactly one `http_request` JSON line with the matched route template, and records the
+ *   request's latency in `bosun_http_request_duration_seconds` under that template.
  * It logs no header values and no bodies.
  */
 
@@ -28,6 +29,7 @@ import {
 } from "effect/http"
 import { AppConfig } from "../config/AppConfig.ts"
 import { LogOutput } from "../observability/JsonLogger.ts"
+import { recordHttpRequest } from "../observability/Metrics.ts"
 import { RequestContext, type RequestContextShape } from "../observability/RequestContext.ts"
 import { Migrator } from "../persistence/Migrator.ts"
 
@@ -255,13 +257,15 @@ export const RequestPipelineLayer = HttpRouter.middleware(
               })
             }
             const edge = edgeIds(headers)
+            const elapsed = performance.now() - started
+            recordHttpRequest(request.method, route, outcome.response.status, elapsed / 1000, inner.context)
             const fields: Record<string, unknown> = {
               request_id: requestId,
               cf_ray: edge.cf_ray,
               method: request.method,
               route,
               status: outcome.response.status,
-              duration_ms: Math.round((performance.now() - started) * 100) / 100,
+              duration_ms: Math.round(elapsed * 100) / 100,
               colo: edge.colo
             }
             if (context.orgId !== undefined) fields.org_id = context.orgId

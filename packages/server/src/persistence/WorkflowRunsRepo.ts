@@ -42,6 +42,13 @@ export class WorkflowRunsRepo extends Context.Service<
       attempt: number,
       fields?: { readonly workerId?: string; readonly sandboxProvider?: string }
     ) => Effect.Effect<WorkflowAttempt>
+    /**
+     * Runs of every organization by workflow type and status, for `/metrics` only: an
+     * instance-wide count that names no organization, run, or anything an organization wrote.
+     */
+    readonly countByStatus: () => Effect.Effect<
+      ReadonlyArray<{ readonly workflowType: string; readonly status: string; readonly count: number }>
+    >
   }
 >()("bosun/server/persistence/WorkflowRunsRepo") {
   static readonly layer = Layer.effect(
@@ -72,6 +79,13 @@ export class WorkflowRunsRepo extends Context.Service<
       })
 
       return WorkflowRunsRepo.of({
+        countByStatus: Effect.fn("WorkflowRunsRepo.countByStatus")(function* () {
+          const rows = yield* sql<{ workflow_type: string; status: string; n: number }>`
+            SELECT workflow_type, status, count(*)::int AS n FROM workflow_runs GROUP BY workflow_type, status`.pipe(
+            Effect.orDie
+          )
+          return rows.map((row) => ({ workflowType: row.workflow_type, status: row.status, count: row.n }))
+        }),
         list: Effect.fn("WorkflowRunsRepo.list")(function* (organizationId, options) {
           const rows = yield* sql<RunRow>`
             SELECT ${runColumns} FROM workflow_runs

@@ -67,6 +67,11 @@ export interface QueuesShape {
     handler: (message: QueueMessage) => Effect.Effect<void, E, R>,
     options?: ConsumeOptions
   ) => Effect.Effect<never, QueueError, R | Scope.Scope>
+  /**
+   * How many messages of `queue` are not yet handled: waiting, or delivered and not yet acked
+   * (the `/metrics` queue depth). Dead letters are not counted; `deadLetters.count` has them.
+   */
+  readonly depth: (queue: QueueName) => Effect.Effect<number, QueueError>
   /** The operator's view of a dead-letter queue. */
   readonly deadLetters: {
     readonly list: (queue: QueueName, limit?: number) => Effect.Effect<ReadonlyArray<DeadLetter>, QueueError>

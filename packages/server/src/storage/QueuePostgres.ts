@@ -125,6 +125,15 @@ export const makePostgresQueues = Effect.fn("Queues.makePostgres")(function* (
     Effect.mapError(queueFailure("list dead letters"))
   )
 
+  const depth = Effect.fn("Queues.depth")(
+    function* (queue: QueueName) {
+      const [row] = yield* sql<{ n: number }>`
+      SELECT count(*)::int AS n FROM queue_messages WHERE queue = ${queue}`
+      return row?.n ?? 0
+    },
+    Effect.mapError(queueFailure("count queued messages"))
+  )
+
   const count = Effect.fn("Queues.deadLetters.count")(
     function* (queue: QueueName) {
       const [row] = yield* sql<{ n: number }>`
@@ -151,7 +160,7 @@ export const makePostgresQueues = Effect.fn("Queues.makePostgres")(function* (
     Effect.mapError(queueFailure("replay dead letters"))
   )
 
-  return Queues.of({ send, consume, deadLetters: { list, count, replay } })
+  return Queues.of({ send, consume, depth, deadLetters: { list, count, replay } })
 })
 
 export const layerPostgres = (settings: QueueSettings & { readonly pollInterval: Duration.Duration }) =>

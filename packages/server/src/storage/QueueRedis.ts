@@ -221,6 +221,14 @@ export const makeRedisQueues = Effect.fn("Queues.makeRedis")(function* (
     })
   })
 
+  // Handled entries are deleted with their ack, so the stream's length is what is not yet handled.
+  const depth = Effect.fn("Queues.depth")(function* (queue: QueueName) {
+    return yield* Effect.tryPromise({
+      try: () => client.xlen(streamOf(queue)),
+      catch: queueFailure("count queued messages")
+    })
+  })
+
   const count = Effect.fn("Queues.deadLetters.count")(function* (queue: QueueName) {
     return yield* Effect.tryPromise({ try: () => client.xlen(dlqOf(queue)), catch: queueFailure("count dead letters") })
   })
@@ -238,7 +246,7 @@ export const makeRedisQueues = Effect.fn("Queues.makeRedis")(function* (
     return chosen.length
   })
 
-  return Queues.of({ send, consume, deadLetters: { list, count, replay } })
+  return Queues.of({ send, consume, depth, deadLetters: { list, count, replay } })
 })
 
 export const layerRedis = (settings: QueueSettings & { readonly prefix?: string | undefined }) =>

@@ -83,6 +83,38 @@ export const queueConformance = <E>(name: string, queues: Layer.Layer<Queues | S
       })
     )
 
+    it.effect("depth counts messages waiting or in hand, not handled ones nor dead letters", () =>
+      Effect.gen(function* () {
+        const queues = yield* Queues
+        assert.strictEqual(yield* queues.depth("bosun-effects"), 0)
+        for (let i = 0; i < 3; i++) yield* queues.send("bosun-effects", `waiting-${i}`)
+        assert.strictEqual(yield* queues.depth("bosun-effects"), 3)
+        assert.strictEqual(yield* queues.depth("bosun-inbox"), 0, "another queue's messages are not counted")
+        const started = yield* Deferred.make<void>()
+        const release = yield* Deferred.make<void>()
+        const handled: Array<string> = []
+        yield* consumeInBackground(
+          "bosun-effects",
+          (m) =>
+            m.body === "waiting-0"
+              ? Deferred.succeed(started, undefined).pipe(
+                  Effect.andThen(Deferred.await(release)),
+                  Effect.andThen(Effect.sync(() => void handled.push(m.body)))
+                )
+              : Effect.sync(() => void handled.push(m.body)),
+          1
+        )
+        // The first is in its handler's hands (delivered, not acked) and the others wait behind it:
+        // all three are still counted.
+        yield* Deferred.await(started)
+        assert.strictEqual(yield* queues.depth("bosun-effects"), 3)
+        assert.deepStrictEqual(handled, [])
+        yield* Deferred.succeed(release, undefined)
+        yield* waitFor(queues.depth("bosun-effects").pipe(Effect.orDie), (n) => n === 0)
+        assert.deepStrictEqual([...handled].sort(), ["waiting-0", "waiting-1", "waiting-2"])
+      })
+    )
+
     it.effect(
       "moves a poison message to the -dlq after exactly 5 deliveries while others keep flowing; replay brings it back",
       () =>
@@ -108,6 +140,7 @@ export const queueConformance = <E>(name: string, queues: Layer.Layer<Queues | S
             Effect.sync(() => good.size),
             (n) => n === 20
           )
+          yield* waitFor(queues.depth("bosun-review-batches").pipe(Effect.orDie), (n) => n === 0)
           assert.deepStrictEqual(poisonDeliveries, [1, 2, 3, 4, 5])
           assert.strictEqual(poisonDeliveries.length, MAX_DELIVERIES)
           const [letter, ...others] = yield* queues.deadLetters.list("bosun-review-batches")

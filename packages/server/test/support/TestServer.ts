@@ -32,6 +32,7 @@ import { OutboxLive } from "../../src/storage/StorageLive.ts"
 export const migrationsDir = fileURLToPath(new URL("../../../../sql/", import.meta.url))
 
 export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings => ({
+  role: "all",
   host: "127.0.0.1",
   port: 0,
   baseUrl: new URL("http://127.0.0.1:0"),
@@ -70,9 +71,13 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
     reviewAgentProfile: Option.none()
   },
   sseStreamDuration: Duration.seconds(55),
+  metrics: Option.none(),
+  tracing: Option.none(),
   cluster: {
     runnerAddress: { host: "127.0.0.1", port: 0 },
     shardLockExpiration: Duration.seconds(5),
+    clientOnly: false,
+    runnerHealth: { _tag: "ping" },
     usageTtl: Duration.seconds(60),
     scheduler: {
       lanes: { AGENT: 4, REVIEW: 4 },
