@@ -30,6 +30,7 @@ import { ApiRoutes, RunnerRoutes, serve } from "./http/HttpApp.ts"
 import { OrgAccess } from "./http/OrgAccess.ts"
 import { InboxConsumerLive } from "./inbox/InboxConsumer.ts"
 import { MetricsServerLive } from "./observability/MetricsServer.ts"
+import { TracingLive } from "./observability/Tracing.ts"
 import { AgentConnectionsRepo } from "./persistence/AgentConnectionsRepo.ts"
 import { AuditLog } from "./persistence/AuditLog.ts"
 import { ChatChannelsRepo } from "./persistence/ChatChannelsRepo.ts"
@@ -238,8 +239,8 @@ const serverOfRole = <E, R>(role: Role, workflowTypes: Layer.Layer<WorkflowTypes
 
 /** The whole server with these workflow types (production: `WorkflowTypesLive`), in the configured role. */
 export const makeServerLive = <E, R>(workflowTypes: Layer.Layer<WorkflowTypes, E, R>) =>
-  Layer.unwrap(Effect.map(AppConfig, (config) => serverOfRole(config.role, workflowTypes))).pipe(
-    Layer.provideMerge(AppConfig.layer)
-  )
+  Layer.unwrap(
+    Effect.map(AppConfig, (config) => serverOfRole(config.role, workflowTypes).pipe(Layer.provide(TracingLive)))
+  ).pipe(Layer.provideMerge(AppConfig.layer))
 
 export const ServerLive = makeServerLive(WorkflowTypesLive)

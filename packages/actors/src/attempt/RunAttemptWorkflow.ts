@@ -123,7 +123,7 @@ const step = <A, E, R>(run: AttemptRun, name: AttemptStep, body: Effect.Effect<A
             .join("; ")
     )
     return yield* outcome
-  }).pipe(Effect.withSpan(`RunAttempt.${name}`, { attributes: { attempt_id: run.attemptId } }))
+  }).pipe(Effect.withSpan(`RunAttempt.step.${name}`, { attributes: { attempt_id: run.attemptId } }))
 
 const providerOf = (name: SandboxProviderName) =>
   Effect.flatMap(SandboxProviders, (providers) => {
@@ -234,195 +234,205 @@ const stale = () =>
   })
 
 export const RunAttemptWorkflowLive = RunAttemptWorkflow.toLayer(
-  Effect.fn(function* (payload) {
-    const loaded = yield* Records.loadAttempt(payload.organizationId, payload.runId, payload.attempt)
-    if (Option.isNone(loaded)) return yield* Effect.logWarning("run_attempt_missing", payload)
-    const run = loaded.value.run
+  // One span for the attempt and one per activity and step beneath it, each carrying the run's
+  // correlation ids (README: Traces).
+  Effect.fn("RunAttempt")(
+    function* (payload) {
+      const loaded = yield* Records.loadAttempt(payload.organizationId, payload.runId, payload.attempt)
+      if (Option.isNone(loaded)) return yield* Effect.logWarning("run_attempt_missing", payload)
+      const run = loaded.value.run
 
-    const prepared = yield* Activity.make({
-      name: "prepare",
-      success: Prepared,
-      error: StepFailure,
-      execute: step(
-        run,
-        "prepare",
-        Effect.gen(function* () {
-          yield* Effect.flatMap(MigrationGate, (gate) => gate.awaitReady)
-          yield* checkCancel(run)
-          const type = (yield* WorkflowTypes).get(run.workflowType)
-          if (type === undefined) {
-            return yield* new StepFailure({
-              code: "unknown_workflow_type",
-              message: `no workflow type ${run.workflowType} is registered`,
-              retryable: false
-            })
-          }
-          const made = yield* Effect.mapError(type.prepare(run), fromAttemptError)
-          const requestKey = yield* Effect.mapError(
-            Effect.flatMap(SealedRequests, (requests) =>
-              requests.write(run, { request: made.request, grants: made.grants })
-            ),
-            fromAttemptError
-          )
-          yield* Records.recordPrepared(run, { requestKey, model: made.model, provider: made.provider })
-          return {
-            requestKey,
-            provider: made.sandbox.provider,
-            instanceClass: made.sandbox.instanceClass,
-            egressTier: made.sandbox.egressTier,
-            agent: made.request.agent.kind
-          }
-        })
-      )
-    }).pipe(Effect.result)
-
-    const main = Effect.gen(function* () {
-      if (prepared._tag === "Failure") return yield* prepared.failure
-      const ready = prepared.success
-      yield* Activity.make({
-        name: "acquire-sandbox",
-        success: Acquired,
+      const prepared = yield* Activity.make({
+        name: "prepare",
+        success: Prepared,
         error: StepFailure,
         execute: step(
           run,
-          "acquire-sandbox",
+          "prepare",
           Effect.gen(function* () {
+            yield* Effect.flatMap(MigrationGate, (gate) => gate.awaitReady)
             yield* checkCancel(run)
-            const { sandbox } = yield* connect(run, ready)
-            yield* Records.recordSandbox(run, { provider: sandbox.provider, id: sandbox.id })
-            return { provider: sandbox.provider, id: sandbox.id }
+            const type = (yield* WorkflowTypes).get(run.workflowType)
+            if (type === undefined) {
+              return yield* new StepFailure({
+                code: "unknown_workflow_type",
+                message: `no workflow type ${run.workflowType} is registered`,
+                retryable: false
+              })
+            }
+            const made = yield* Effect.mapError(type.prepare(run), fromAttemptError)
+            const requestKey = yield* Effect.mapError(
+              Effect.flatMap(SealedRequests, (requests) =>
+                requests.write(run, { request: made.request, grants: made.grants })
+              ),
+              fromAttemptError
+            )
+            yield* Records.recordPrepared(run, { requestKey, model: made.model, provider: made.provider })
+            return {
+              requestKey,
+              provider: made.sandbox.provider,
+              instanceClass: made.sandbox.instanceClass,
+              egressTier: made.sandbox.egressTier,
+              agent: made.request.agent.kind
+            }
+          })
+        )
+      }).pipe(Effect.result)
+
+      const main = Effect.gen(function* () {
+        if (prepared._tag === "Failure") return yield* prepared.failure
+        const ready = prepared.success
+        yield* Activity.make({
+          name: "acquire-sandbox",
+          success: Acquired,
+          error: StepFailure,
+          execute: step(
+            run,
+            "acquire-sandbox",
+            Effect.gen(function* () {
+              yield* checkCancel(run)
+              const { sandbox } = yield* connect(run, ready)
+              yield* Records.recordSandbox(run, { provider: sandbox.provider, id: sandbox.id })
+              return { provider: sandbox.provider, id: sandbox.id }
+            })
+          )
+        })
+        for (let chunk = 1; ; chunk++) {
+          const executed = yield* Activity.make({
+            name: `execute/${chunk}`,
+            success: Executed,
+            error: StepFailure,
+            execute: step(run, "execute", executeChunk(run, ready))
+          })
+          if (!executed.finished) continue
+          if (executed.result === null) return yield* stale()
+          const result = executed.result
+          if (result.status === "SUCCEEDED") {
+            yield* Activity.make({
+              name: "publish",
+              error: StepFailure,
+              execute: step(
+                run,
+                "publish",
+                Effect.gen(function* () {
+                  const type = (yield* WorkflowTypes).get(run.workflowType)
+                  if (type === undefined) return
+                  const { connection } = yield* connect(run, ready)
+                  yield* Effect.mapError(
+                    type.publish({
+                      run,
+                      result,
+                      file: (path) =>
+                        connection
+                          .file(run.attemptId, path)
+                          .pipe(
+                            Effect.mapError(
+                              (error) =>
+                                new AttemptError({ code: "file_unavailable", message: error.message, retryable: true })
+                            )
+                          )
+                    }),
+                    fromAttemptError
+                  )
+                })
+              )
+            })
+          }
+          return result
+        }
+      })
+
+      const ended = yield* Effect.result(main)
+      const outcome: Records.AttemptOutcome =
+        ended._tag === "Success"
+          ? {
+              status: ended.success.status === "RUNNING" ? "FAILED" : ended.success.status,
+              retryable: ended.success.retryable,
+              exitReason:
+                ended.success.status === "SUCCEEDED"
+                  ? "succeeded"
+                  : ended.success.status === "CANCELLED"
+                    ? "cancelled"
+                    : (ended.success.error?.code ?? "agent_failed"),
+              error: ended.success.error,
+              usage: ended.success.usage
+            }
+          : {
+              status: ended.failure.code === "cancelled" ? "CANCELLED" : "FAILED",
+              retryable: ended.failure.retryable,
+              exitReason: ended.failure.code,
+              error: { code: ended.failure.code, message: ended.failure.message },
+              usage: null
+            }
+
+      yield* Activity.make({
+        name: "finish-attempt",
+        execute: step(
+          run,
+          "finish-attempt",
+          Effect.gen(function* () {
+            // Reported before the attempt ends, so a crash in between reports again (the report is
+            // keyed by the run) rather than not at all; an attempt no longer running reports nothing.
+            const context =
+              outcome.status === "FAILED" && outcome.error !== null
+                ? yield* Records.failureContext(run, outcome.retryable)
+                : Option.none()
+            if (outcome.status === "FAILED" && outcome.error !== null) {
+              const report = (yield* WorkflowTypes).get(run.workflowType)?.reportFailure
+              if (report !== undefined && Option.isSome(context) && context.value.final) {
+                yield* report({
+                  run,
+                  error: outcome.error,
+                  step: context.value.step,
+                  attempts: run.attempt,
+                  model: context.value.model,
+                  provider: context.value.provider
+                }).pipe(
+                  // A report that could not be recorded must not keep the attempt from ending.
+                  Effect.catch((error) =>
+                    Effect.logError("failure_report_failed").pipe(
+                      Effect.annotateLogs({ run_id: run.runId, code: error.code, error: error.message })
+                    )
+                  )
+                )
+              }
+            }
+            const ended = yield* Records.finishAttempt(run, outcome)
+            // Counted by the finish that ended the attempt, so a replayed activity counts it once.
+            if (ended && outcome.status === "FAILED") {
+              yield* recordAttemptFailure(
+                Option.match(context, { onNone: () => "execute", onSome: (c) => c.step }),
+                outcome.error?.code ?? "unknown"
+              )
+            }
           })
         )
       })
-      for (let chunk = 1; ; chunk++) {
-        const executed = yield* Activity.make({
-          name: `execute/${chunk}`,
-          success: Executed,
-          error: StepFailure,
-          execute: step(run, "execute", executeChunk(run, ready))
-        })
-        if (!executed.finished) continue
-        if (executed.result === null) return yield* stale()
-        const result = executed.result
-        if (result.status === "SUCCEEDED") {
-          yield* Activity.make({
-            name: "publish",
-            error: StepFailure,
-            execute: step(
-              run,
-              "publish",
-              Effect.gen(function* () {
-                const type = (yield* WorkflowTypes).get(run.workflowType)
-                if (type === undefined) return
-                const { connection } = yield* connect(run, ready)
-                yield* Effect.mapError(
-                  type.publish({
-                    run,
-                    result,
-                    file: (path) =>
-                      connection
-                        .file(run.attemptId, path)
-                        .pipe(
-                          Effect.mapError(
-                            (error) =>
-                              new AttemptError({ code: "file_unavailable", message: error.message, retryable: true })
-                          )
-                        )
-                  }),
-                  fromAttemptError
-                )
-              })
-            )
+      yield* Activity.make({
+        name: "release-sandbox",
+        error: StepFailure,
+        execute: step(
+          run,
+          "release-sandbox",
+          Effect.gen(function* () {
+            if (prepared._tag === "Failure") return
+            const current = yield* Records.loadAttempt(run.organizationId, run.runId, run.attempt)
+            const sandboxId = Option.getOrUndefined(current)?.sandboxId
+            if (sandboxId === null || sandboxId === undefined) return
+            const provider = yield* providerOf(prepared.success.provider)
+            yield* provider
+              .release({ id: sandboxId, provider: prepared.success.provider })
+              .pipe(Effect.mapError(fromSandboxError))
           })
-        }
-        return result
-      }
-    })
-
-    const ended = yield* Effect.result(main)
-    const outcome: Records.AttemptOutcome =
-      ended._tag === "Success"
-        ? {
-            status: ended.success.status === "RUNNING" ? "FAILED" : ended.success.status,
-            retryable: ended.success.retryable,
-            exitReason:
-              ended.success.status === "SUCCEEDED"
-                ? "succeeded"
-                : ended.success.status === "CANCELLED"
-                  ? "cancelled"
-                  : (ended.success.error?.code ?? "agent_failed"),
-            error: ended.success.error,
-            usage: ended.success.usage
-          }
-        : {
-            status: ended.failure.code === "cancelled" ? "CANCELLED" : "FAILED",
-            retryable: ended.failure.retryable,
-            exitReason: ended.failure.code,
-            error: { code: ended.failure.code, message: ended.failure.message },
-            usage: null
-          }
-
-    yield* Activity.make({
-      name: "finish-attempt",
-      execute: step(
-        run,
-        "finish-attempt",
-        Effect.gen(function* () {
-          // Reported before the attempt ends, so a crash in between reports again (the report is
-          // keyed by the run) rather than not at all; an attempt no longer running reports nothing.
-          const context =
-            outcome.status === "FAILED" && outcome.error !== null
-              ? yield* Records.failureContext(run, outcome.retryable)
-              : Option.none()
-          if (outcome.status === "FAILED" && outcome.error !== null) {
-            const report = (yield* WorkflowTypes).get(run.workflowType)?.reportFailure
-            if (report !== undefined && Option.isSome(context) && context.value.final) {
-              yield* report({
-                run,
-                error: outcome.error,
-                step: context.value.step,
-                attempts: run.attempt,
-                model: context.value.model,
-                provider: context.value.provider
-              }).pipe(
-                // A report that could not be recorded must not keep the attempt from ending.
-                Effect.catch((error) =>
-                  Effect.logError("failure_report_failed").pipe(
-                    Effect.annotateLogs({ run_id: run.runId, code: error.code, error: error.message })
-                  )
-                )
-              )
-            }
-          }
-          const ended = yield* Records.finishAttempt(run, outcome)
-          // Counted by the finish that ended the attempt, so a replayed activity counts it once.
-          if (ended && outcome.status === "FAILED") {
-            yield* recordAttemptFailure(
-              Option.match(context, { onNone: () => "execute", onSome: (c) => c.step }),
-              outcome.error?.code ?? "unknown"
-            )
-          }
-        })
-      )
-    })
-    yield* Activity.make({
-      name: "release-sandbox",
-      error: StepFailure,
-      execute: step(
-        run,
-        "release-sandbox",
-        Effect.gen(function* () {
-          if (prepared._tag === "Failure") return
-          const current = yield* Records.loadAttempt(run.organizationId, run.runId, run.attempt)
-          const sandboxId = Option.getOrUndefined(current)?.sandboxId
-          if (sandboxId === null || sandboxId === undefined) return
-          const provider = yield* providerOf(prepared.success.provider)
-          yield* provider
-            .release({ id: sandboxId, provider: prepared.success.provider })
-            .pipe(Effect.mapError(fromSandboxError))
-        })
-      )
-    }).pipe(Effect.catch((failure) => Effect.logError("sandbox_release_failed", failure.message)))
-    yield* Activity.make({ name: "notify-scheduler", execute: step(run, "notify-scheduler", wakeScheduler) })
-  })
+        )
+      }).pipe(Effect.catch((failure) => Effect.logError("sandbox_release_failed", failure.message)))
+      yield* Activity.make({ name: "notify-scheduler", execute: step(run, "notify-scheduler", wakeScheduler) })
+    },
+    (effect, payload) =>
+      Effect.annotateSpans(Effect.withSpan(effect, "RunAttempt.attempt"), {
+        "bosun.run_id": payload.runId,
+        "bosun.org_id": payload.organizationId,
+        "bosun.attempt": payload.attempt
+      })
+  )
 )

@@ -156,8 +156,11 @@ export interface AppSettings {
   readonly cluster: ClusterSettings
   /** Prometheus `/metrics` on its own address (`BOSUN_METRICS_PORT`); absent, no metrics server. */
   readonly metrics: Option.Option<{ readonly host: string; readonly port: number }>
-  /** Traces over OTLP/HTTP (`OTEL_EXPORTER_OTLP_ENDPOINT`); absent, spans are not exported. */
-  readonly tracing: Option.Option<{ readonly endpoint: URL; readonly serviceName: string }>
+  /**
+   * Traces over OTLP/HTTP, on when `OTEL_EXPORTER_OTLP_ENDPOINT` or `..._TRACES_ENDPOINT` is set;
+   * the exporter reads the endpoint and the other standard `OTEL_*` settings itself.
+   */
+  readonly tracing: Option.Option<{ readonly serviceName: string; readonly protocol: "http/protobuf" | "http/json" }>
   /** How long one live run stream lasts before `event: reconnect` (spec: about 55 s). */
   readonly sseStreamDuration: Duration.Duration
 }
@@ -266,6 +269,8 @@ const runtimeConfig = Config.all({
 
 const Concurrency = Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 1000 }))
 const PositiveInt = Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 100_000 }))
+
+const OTLP_PROTOCOLS = ["http/protobuf", "http/json"] as const
 
 const roleConfig = Config.schema(Schema.Literals(ROLES), "BOSUN_ROLE").pipe(Config.withDefault("all" as const))
 
@@ -400,14 +405,27 @@ export const appConfig: Config.Config<AppSettings> = Config.all({
   metricsPort: Config.option(Config.Port("BOSUN_METRICS_PORT")),
   metricsHost: Config.option(Config.String("BOSUN_METRICS_HOST")),
   otlpEndpoint: Config.option(Config.URL("OTEL_EXPORTER_OTLP_ENDPOINT")),
+  otlpTracesEndpoint: Config.option(Config.URL("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")),
+  otlpProtocol: Config.Literals(OTLP_PROTOCOLS, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL").pipe(
+    Config.orElse(() => Config.Literals(OTLP_PROTOCOLS, "OTEL_EXPORTER_OTLP_PROTOCOL")),
+    Config.withDefault("http/protobuf" as const)
+  ),
   serviceName: Config.NonEmptyString("OTEL_SERVICE_NAME").pipe(Config.withDefault("bosun"))
 }).pipe(
-  Config.map(({ baseUrl, metricsPort, metricsHost, otlpEndpoint, serviceName, ...rest }) => ({
-    ...rest,
-    baseUrl: Option.getOrElse(baseUrl, () => new URL(`http://${urlHost(rest.host)}:${rest.port}`)),
-    metrics: Option.map(metricsPort, (port) => ({ host: Option.getOrElse(metricsHost, () => rest.host), port })),
-    tracing: Option.map(otlpEndpoint, (endpoint) => ({ endpoint, serviceName }))
-  }))
+  Config.map(
+    ({ baseUrl, metricsPort, metricsHost, otlpEndpoint, otlpTracesEndpoint, otlpProtocol, serviceName, ...rest }) => ({
+      ...rest,
+      baseUrl: Option.getOrElse(baseUrl, () => new URL(`http://${urlHost(rest.host)}:${rest.port}`)),
+      metrics: Option.map(metricsPort, (port) => ({ host: Option.getOrElse(metricsHost, () => rest.host), port })),
+      tracing: Option.map(
+        Option.orElse(otlpTracesEndpoint, () => otlpEndpoint),
+        () => ({
+          serviceName,
+          protocol: otlpProtocol
+        })
+      )
+    })
+  )
 )
 
 /** `0.0.0.0` and `::` bind every interface; a browser cannot open them, so the default URL says localhost. */

@@ -18,7 +18,7 @@
 
 import { randomBytes } from "node:crypto"
 import { ErrorCodes, RequestIdPattern, type ServiceUnavailable } from "@bosun/domain"
-import { ByteSize, Cause, Context, Effect, type Types } from "effect"
+import { ByteSize, Cause, Context, Effect, Tracer, type Types } from "effect"
 import {
   HttpIncomingMessage,
   HttpRouter,
@@ -259,6 +259,14 @@ export const RequestPipelineLayer = HttpRouter.middleware(
             const edge = edgeIds(headers)
             const elapsed = performance.now() - started
             recordHttpRequest(request.method, route, outcome.response.status, elapsed / 1000, inner.context)
+            // The server span the HTTP layer opened for this request: the spec's correlation ids on it.
+            const span = Context.getOrUndefined(inner.context, Tracer.ParentSpan)
+            if (span !== undefined && span._tag === "Span" && span.sampled) {
+              span.attribute("bosun.request_id", requestId)
+              if (route !== null) span.attribute("http.route", route)
+              if (context.orgId !== undefined) span.attribute("bosun.org_id", context.orgId)
+              if (context.userId !== undefined) span.attribute("bosun.user_id", context.userId)
+            }
             const fields: Record<string, unknown> = {
               request_id: requestId,
               cf_ray: edge.cf_ray,

@@ -14,27 +14,31 @@ import { generateKeyPairSync } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import type { ReviewOutput } from "@bosun/domain"
+import { ATTEMPT_STEPS, type ReviewOutput } from "@bosun/domain"
 import {
+  type CollectedSpan,
   eventually,
   FakeGithub,
   type FakeModelRequest,
   FakeModelServer,
   type FakeModelTurn,
+  FakeOtlpCollector,
   type GitRepository,
   makeGitRepository,
   toolResults
 } from "@bosun/testing"
 import { type RuntimeProcess, startRuntime, TOKEN } from "@bosun/testing/RuntimeProcess"
 import { assert, layer } from "@effect/vitest"
-import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
+import { ConfigProvider, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
+import { AppConfig } from "../../src/config/AppConfig.ts"
+import { TracingLive } from "../../src/observability/Tracing.ts"
 import { ConfigurationRepo } from "../../src/persistence/ConfigurationRepo.ts"
 import { GithubAppsRepo } from "../../src/persistence/GithubAppsRepo.ts"
 import { OrganizationsRepo } from "../../src/persistence/OrganizationsRepo.ts"
 import { APP_ID, deliver, processed, SECRET } from "../support/GithubDeliveries.ts"
 import { signIn } from "../support/Identity.ts"
-import { layerTestServer, request } from "../support/TestServer.ts"
+import { layerTestServer, request, testSettings } from "../support/TestServer.ts"
 
 const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 })
 const ORG = "review-flow"
@@ -114,6 +118,25 @@ const Server = Layer.unwrap(
   Effect.gen(function* () {
     const fake = yield* FakeGithub
     const runtime = yield* TestRuntime
+    const collector = yield* FakeOtlpCollector
+    // Production's tracer, configured as an operator would: the OTLP endpoint and protocol from
+    // the standard OTEL_* settings, a short batch delay so spans arrive while the test waits.
+    const tracing = TracingLive.pipe(
+      Layer.provide(
+        Layer.succeed(
+          AppConfig,
+          testSettings({ tracing: Option.some({ serviceName: "bosun-review-flow", protocol: "http/json" }) })
+        )
+      ),
+      Layer.provide(
+        ConfigProvider.layer(
+          ConfigProvider.fromUnknown({
+            OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint,
+            OTEL_BSP_SCHEDULE_DELAY: "100"
+          })
+        )
+      )
+    )
     return layerTestServer({
       settings: {
         githubApiUrl: new URL(fake.apiUrl),
@@ -123,9 +146,10 @@ const Server = Layer.unwrap(
           reviewAgentProfile: Option.none()
         }
       }
-    })
+    }).pipe(Layer.provide(tracing))
   })
 ).pipe(
+  Layer.provideMerge(FakeOtlpCollector.layer),
   Layer.provideMerge(layerRepository),
   Layer.provideMerge(layerRuntime),
   Layer.provideMerge(FakeModelServer.layer({ turns: reviewTurns(4), title: "Review" })),
@@ -439,6 +463,80 @@ layer(Server, { excludeTestServices: true, timeout: Duration.minutes(5) })("pull
           SELECT open_findings, resolved_findings, review_status FROM pull_requests
           WHERE organization_id = ${ORG} AND repository_id = ${repositoryId} AND number = 1`
         assert.deepStrictEqual({ ...listed }, { open_findings: 1, resolved_findings: 1, review_status: "REVIEWED" })
+      })
+  )
+
+  it.effect(
+    "a trace of one review shows every step of its attempt as a span under one root, with the run's correlation ids, the GitHub calls inside publish, and the webhook's request span",
+    () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const collector = yield* FakeOtlpCollector
+        const [run] = yield* sql<{ id: string }>`
+          SELECT id FROM workflow_runs
+          WHERE organization_id = ${ORG} AND workflow_type = 'review' AND pull_request_number = 1
+          ORDER BY created_at LIMIT 1`
+        assert.isDefined(run, "the first test reviewed pull request 1")
+        const runId = run?.id ?? ""
+        const ofRun = yield* eventually(
+          Effect.sync(() => collector.spans().filter((span) => span.attributes["bosun.run_id"] === runId)),
+          (found) => ATTEMPT_STEPS.every((step) => found.some((span) => span.name === `RunAttempt.step.${step}`)),
+          Duration.seconds(20)
+        )
+        const traceIds = [...new Set(ofRun.map((span) => span.traceId))]
+        assert.lengthOf(traceIds, 1, "every span of the review's attempt is in one trace")
+        const trace = collector.spans().filter((span) => span.traceId === traceIds[0])
+        const byId = new Map(trace.map((span) => [span.spanId, span]))
+        const ancestors = (span: CollectedSpan): ReadonlyArray<string> => {
+          const parent = span.parentSpanId === undefined ? undefined : byId.get(span.parentSpanId)
+          return parent === undefined ? [] : [parent.name, ...ancestors(parent)]
+        }
+
+        const roots = trace.filter((span) => span.name === "RunAttempt.attempt")
+        assert.lengthOf(roots, 1)
+        const root = roots[0]
+        assert.strictEqual(root?.attributes["bosun.run_id"], runId)
+        assert.strictEqual(root?.attributes["bosun.org_id"], ORG)
+        assert.strictEqual(root?.attributes["bosun.attempt"], 1)
+        assert.strictEqual(root?.status, 1, "the attempt succeeded: status OK")
+        assert.strictEqual(root?.resource["service.name"], "bosun-review-flow")
+        assert.strictEqual(root?.resource["bosun.role"], "all")
+        assert.isString(root?.resource["service.version"])
+
+        const steps = ATTEMPT_STEPS.map((step) => {
+          const found = trace.filter((span) => span.name === `RunAttempt.step.${step}`)
+          assert.lengthOf(found, 1, step)
+          const span = found[0]
+          assert.strictEqual(span?.attributes["bosun.run_id"], runId, step)
+          assert.strictEqual(span?.attributes["bosun.org_id"], ORG, step)
+          // Each step runs inside its workflow activity, inside the attempt.
+          const chain = span === undefined ? [] : ancestors(span)
+          // (The execute activity is named per chunk: `execute/1`.)
+          assert.match(chain[0] ?? "", new RegExp(`^${step}(/\\d+)?$`), `${step}'s parent is its activity`)
+          assert.include(chain, "RunAttempt.attempt", `${step} is under the attempt's root`)
+          return span
+        })
+        const starts = steps.map((span) => span?.startNanos ?? 0n)
+        assert.deepStrictEqual(
+          [...starts].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)),
+          starts,
+          "the steps ran in the spec's order"
+        )
+
+        // The review was posted to GitHub from inside the publish step.
+        const posted = trace.filter((span) => span.name === "GitHubPulls.createReview")
+        assert.lengthOf(posted, 1)
+        assert.include(posted[0] === undefined ? [] : ancestors(posted[0]), "RunAttempt.step.publish")
+
+        // The webhook that asked for the review was served under a request span with its request id.
+        const webhookSpans = collector
+          .spans()
+          .filter((span) => span.kind === 2 && span.attributes["http.route"] === "/api/v1/github/webhooks")
+        assert.isAtLeast(webhookSpans.length, 1)
+        for (const span of webhookSpans) {
+          assert.match(String(span.attributes["bosun.request_id"]), /^[0-9a-f]{16}-[0-9a-z]+$/)
+          assert.strictEqual(span.attributes["http.request.method"], "POST")
+        }
       })
   )
 
