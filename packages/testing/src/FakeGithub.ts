@@ -9,8 +9,9 @@
  *   for a token it issued; 401 `Bad credentials` otherwise;
  * - as the App (a JWT signed RS256 with a registered App's private key, checked against its public
  *   key, `iss` the App id, unexpired): `GET /api/v3/repos/:owner/:repo/installation` (404 where
- *   the App is not installed) and `POST /api/v3/app/installations/:id/access_tokens` (an
- *   installation token valid one hour);
+ *   the App is not installed), `POST /api/v3/app/installations/:id/access_tokens` (an
+ *   installation token valid one hour) and `GET /api/v3/app` (the App itself; 401 for a JWT
+ *   that does not verify, as GitHub answers a key that is not the App's);
  * - with an installation token that reaches the repository (401 `Bad credentials` for an unknown
  *   token, 404 where the installation does not reach it), under `/api/v3/repos/:owner/:repo`:
  *   `GET branches/:branch`; `GET`/`PATCH pulls/:n`; `GET pulls/:n/files`, `GET pulls/:n/reviews`,
@@ -595,10 +596,16 @@ export class FakeGithub extends Context.Service<
           }
           const repoInstallation = /^\/api\/v3\/repos\/([^/]+)\/([^/]+)\/installation$/.exec(url.pathname)
           const accessTokens = /^\/api\/v3\/app\/installations\/(\d+)\/access_tokens$/.exec(url.pathname)
-          if (repoInstallation !== null || accessTokens !== null) {
+          const theApp = url.pathname === "/api/v3/app"
+          if (repoInstallation !== null || accessTokens !== null || theApp) {
             const appId = verifyAppJwt(req.headers.authorization, appKeys)
             if (appId === undefined) {
               return json(401, { message: "A JSON web token could not be decoded" })
+            }
+            if (theApp) {
+              if (method !== "GET") return json(404, { message: "Not Found" })
+              const slug = appSlugs.get(appId) ?? "bosun"
+              return json(200, { id: appId, slug, name: slug, owner: null, events: [], permissions: {} })
             }
             if (repoInstallation !== null && method === "GET") {
               const repository = `${repoInstallation[1]}/${repoInstallation[2]}`

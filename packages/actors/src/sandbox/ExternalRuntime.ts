@@ -6,7 +6,7 @@
  * checks that the runtime answers and speaks this protocol, so an unreachable runtime fails the
  * acquire step (retryable) instead of the execute step.
  */
-import { RUNTIME_PROTOCOL_VERSION } from "@bosun/domain"
+import { isCompatibleRuntimeProtocol, RUNTIME_PROTOCOL_VERSION } from "@bosun/domain"
 import { Effect, Layer, type Redacted } from "effect"
 import { RuntimeClient } from "../runtime/RuntimeClient.ts"
 import { SandboxError, SandboxProvider } from "./SandboxProvider.ts"
@@ -35,7 +35,7 @@ export const layerExternalRuntime = (settings: ExternalRuntimeSettings) =>
                 })
             )
           )
-          if (health.protocol_version.split(".")[0] !== RUNTIME_PROTOCOL_VERSION.split(".")[0]) {
+          if (!isCompatibleRuntimeProtocol(health.protocol_version)) {
             return yield* new SandboxError({
               reason: "Refused",
               message: `The external runtime speaks protocol ${health.protocol_version}; Bosun speaks ${RUNTIME_PROTOCOL_VERSION}`

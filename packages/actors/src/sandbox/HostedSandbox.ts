@@ -13,7 +13,7 @@
  * runtime process behind it; Daytona's image builds, regions and quotas beyond an injected
  * refusal are not covered there.
  */
-import { RUNTIME_PROTOCOL_VERSION } from "@bosun/domain"
+import { isCompatibleRuntimeProtocol, RUNTIME_PROTOCOL_VERSION } from "@bosun/domain"
 import { Configuration, type CreateSandbox, SandboxApi } from "@daytona/api-client"
 import { Data, Duration, Effect, Layer, Redacted, Schedule } from "effect"
 import { RuntimeClient, type RuntimeEndpoint } from "../runtime/RuntimeClient.ts"
@@ -291,7 +291,7 @@ export const layerHostedSandbox = (settings: HostedSandboxSettings) =>
                 })
             )
           )
-          if (health.protocol_version.split(".")[0] !== RUNTIME_PROTOCOL_VERSION.split(".")[0]) {
+          if (!isCompatibleRuntimeProtocol(health.protocol_version)) {
             return yield* new SandboxError({
               reason: "Refused",
               message: `The runtime in sandbox ${id} speaks protocol ${health.protocol_version}; Bosun speaks ${RUNTIME_PROTOCOL_VERSION}`

@@ -15,7 +15,7 @@
  */
 import { createHash, createHmac } from "node:crypto"
 import { isIPv6 } from "node:net"
-import { AGENT_ONE_ON_PLATFORM_CONTAINER, RUNTIME_PROTOCOL_VERSION } from "@bosun/domain"
+import { AGENT_ONE_ON_PLATFORM_CONTAINER, isCompatibleRuntimeProtocol, RUNTIME_PROTOCOL_VERSION } from "@bosun/domain"
 import { ApiException, CoreV1Api, KubeConfig, type V1EnvVar, type V1Pod, type V1Secret } from "@kubernetes/client-node"
 import { Duration, Effect, Layer, Redacted, Schema } from "effect"
 import { RuntimeClient } from "../runtime/RuntimeClient.ts"
@@ -395,7 +395,7 @@ export const layerPlatformContainer = (settings: PlatformContainerSettings) =>
                 })
             )
           )
-          if (health.protocol_version.split(".")[0] !== RUNTIME_PROTOCOL_VERSION.split(".")[0]) {
+          if (!isCompatibleRuntimeProtocol(health.protocol_version)) {
             return yield* new SandboxError({
               reason: "Refused",
               message: `The runtime in pod ${name} speaks protocol ${health.protocol_version}; Bosun speaks ${RUNTIME_PROTOCOL_VERSION}`

@@ -26,6 +26,10 @@ import { Schema } from "effect"
 export const RUNTIME_PROTOCOL_VERSION = "1.1"
 export const RUNTIME_PROTOCOL_HEADER = "x-bosun-protocol"
 
+/** Whether a runtime reporting `version` (its health's `protocol_version`) serves this control plane: same major. */
+export const isCompatibleRuntimeProtocol = (version: string) =>
+  version.split(".")[0] === RUNTIME_PROTOCOL_VERSION.split(".")[0]
+
 /** `run_id` and `attempt_id`: the control plane's ids, also path segments, so a safe alphabet. */
 export const RuntimeId = Schema.String.check(Schema.isPattern(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/))
 

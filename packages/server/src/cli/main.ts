@@ -22,6 +22,7 @@ import { BOSUN_VERSION } from "../Version.ts"
 import { CliFailure } from "./CliFailure.ts"
 import { discover } from "./commands/agentConnection.ts"
 import { connectLinear, connectSlack } from "./commands/connections.ts"
+import { doctor } from "./commands/doctor.ts"
 import { keys } from "./commands/keys.ts"
 import { link } from "./commands/organizations.ts"
 import { list as listDeadLetters, replay as replayDeadLetters } from "./commands/queues.ts"
@@ -101,7 +102,18 @@ const linear = Command.make("linear").pipe(
 
 const bosun = Command.make("bosun").pipe(
   Command.withDescription("Bosun operator commands"),
-  Command.withSubcommands([keys, secrets, sessions, users, organizations, agentConnection, queues, slack, linear])
+  Command.withSubcommands([
+    keys,
+    secrets,
+    sessions,
+    users,
+    organizations,
+    agentConnection,
+    queues,
+    slack,
+    linear,
+    doctor
+  ])
 )
 
 /** The line a failure prints: none for parse errors and help, which the CLI has already shown. */

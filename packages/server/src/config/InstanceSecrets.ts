@@ -12,7 +12,7 @@ import { randomBytes } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { Context, Data, Effect, Layer, Option, Redacted, Schema } from "effect"
-import { AppConfig, type MasterKeySettings } from "./AppConfig.ts"
+import { AppConfig, type AppSettings, type MasterKeySettings } from "./AppConfig.ts"
 
 export class StartupError extends Data.TaggedError("StartupError")<{
   readonly message: string
@@ -51,6 +51,36 @@ const generate = (): SecretsFile => ({
 
 const decodeFile = Schema.decodeUnknownEffect(Schema.fromJsonString(SecretsFile))
 
+/** A secrets file read from disk: where it is and what it holds. */
+export interface LoadedSecretsFile {
+  readonly file: string
+  readonly secrets: SecretsFile
+}
+
+const decodeAt = (file: string, text: string) =>
+  decodeFile(text).pipe(
+    Effect.mapError(() => new StartupError({ message: `${file} is not a valid Bosun secrets file` }))
+  )
+
+/**
+ * Reads `secrets.json` when it exists and never creates it: for `bosun doctor`, which changes
+ * nothing. None: this instance has never started on the embedded default.
+ */
+export const readSecretsFile = Effect.fn("InstanceSecrets.readSecretsFile")(function* (dataDir: string) {
+  const file = path.join(dataDir, "secrets.json")
+  const text = yield* Effect.tryPromise({
+    try: () =>
+      fs.readFile(file, "utf8").catch((error: NodeJS.ErrnoException) => {
+        if (error.code === "ENOENT") return undefined
+        throw error
+      }),
+    catch: (cause) =>
+      new StartupError({ message: `${file}: cannot read: ${cause instanceof Error ? cause.message : String(cause)}` })
+  })
+  if (text === undefined) return Option.none<LoadedSecretsFile>()
+  return Option.some<LoadedSecretsFile>({ file, secrets: yield* decodeAt(file, text) })
+})
+
 /** Reads `secrets.json`, or creates it (exclusively, so two first starts cannot both write it). */
 export const loadOrCreateSecretsFile = Effect.fn("InstanceSecrets.loadOrCreate")(function* (dataDir: string) {
   const file = path.join(dataDir, "secrets.json")
@@ -79,11 +109,52 @@ export const loadOrCreateSecretsFile = Effect.fn("InstanceSecrets.loadOrCreate")
   })
   if (created) return { file, secrets: fresh, created }
   const text = yield* Effect.tryPromise({ try: () => fs.readFile(file, "utf8"), catch: fail("cannot read") })
-  const secrets = yield* decodeFile(text).pipe(
-    Effect.mapError(() => new StartupError({ message: `${file} is not a valid Bosun secrets file` }))
-  )
-  return { file, secrets, created }
+  return { file, secrets: yield* decodeAt(file, text), created }
 })
+
+/**
+ * The instance secrets of `config`: from the environment when `DATABASE_URL` is set (the master
+ * key is then required), else what the environment gives over the embedded default's secrets file.
+ */
+export const instanceSecretsOf = (
+  config: AppSettings,
+  file: Option.Option<LoadedSecretsFile>
+): Effect.Effect<InstanceSecretsShape, StartupError> => {
+  if (Option.isSome(config.databaseUrl)) {
+    return Option.match(config.masterKey, {
+      onNone: () =>
+        Effect.fail(
+          new StartupError({
+            message:
+              "BOSUN_MASTER_KEY: required when DATABASE_URL is set (base64 of 32 bytes, e.g. `openssl rand -base64 32`)"
+          })
+        ),
+      onSome: (masterKey) =>
+        Effect.succeed(
+          InstanceSecrets.of({ masterKey, bootstrapToken: config.bootstrapToken, embedded: Option.none() })
+        )
+    })
+  }
+  if (Option.isNone(file)) {
+    return Effect.fail(new StartupError({ message: "DATABASE_URL is unset but the embedded secrets are missing" }))
+  }
+  const { file: secretsFile, secrets } = file.value
+  return Effect.succeed(
+    InstanceSecrets.of({
+      masterKey: Option.getOrElse(config.masterKey, () => ({
+        key: Redacted.make(secrets.master_key),
+        version: secrets.master_key_version,
+        previous: new Map()
+      })),
+      bootstrapToken: Option.orElse(config.bootstrapToken, () => Option.some(Redacted.make(secrets.bootstrap_token))),
+      embedded: Option.some({
+        postgresPassword: Redacted.make(secrets.postgres_password),
+        secretsFile,
+        generatedBootstrapToken: Option.isNone(config.bootstrapToken)
+      })
+    })
+  )
+}
 
 export class InstanceSecrets extends Context.Service<InstanceSecrets, InstanceSecretsShape>()(
   "bosun/server/config/InstanceSecrets"
@@ -92,33 +163,10 @@ export class InstanceSecrets extends Context.Service<InstanceSecrets, InstanceSe
     InstanceSecrets,
     Effect.gen(function* () {
       const config = yield* AppConfig
-      if (Option.isSome(config.databaseUrl)) {
-        if (Option.isNone(config.masterKey)) {
-          return yield* new StartupError({
-            message:
-              "BOSUN_MASTER_KEY: required when DATABASE_URL is set (base64 of 32 bytes, e.g. `openssl rand -base64 32`)"
-          })
-        }
-        return InstanceSecrets.of({
-          masterKey: config.masterKey.value,
-          bootstrapToken: config.bootstrapToken,
-          embedded: Option.none()
-        })
-      }
-      const { file, secrets } = yield* loadOrCreateSecretsFile(config.dataDir)
-      return InstanceSecrets.of({
-        masterKey: Option.getOrElse(config.masterKey, () => ({
-          key: Redacted.make(secrets.master_key),
-          version: secrets.master_key_version,
-          previous: new Map()
-        })),
-        bootstrapToken: Option.orElse(config.bootstrapToken, () => Option.some(Redacted.make(secrets.bootstrap_token))),
-        embedded: Option.some({
-          postgresPassword: Redacted.make(secrets.postgres_password),
-          secretsFile: file,
-          generatedBootstrapToken: Option.isNone(config.bootstrapToken)
-        })
-      })
+      const file = Option.isSome(config.databaseUrl)
+        ? Option.none<LoadedSecretsFile>()
+        : Option.some<LoadedSecretsFile>(yield* loadOrCreateSecretsFile(config.dataDir))
+      return yield* instanceSecretsOf(config, file)
     })
   )
 }

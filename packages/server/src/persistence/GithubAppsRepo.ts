@@ -18,6 +18,13 @@ export interface GithubAppCredentials {
 
 const place = (organizationId: string, column: string) => ({ table: "github_apps", column, rowId: organizationId })
 
+/** An organization's App as the table names it, nothing opened. */
+export interface GithubAppSummary {
+  readonly organizationId: string
+  readonly githubAppId: number
+  readonly slug: string
+}
+
 export interface WebhookSecretCandidate {
   readonly organizationId: string
   /** The GitHub account the organization mirrors; null until an installation links it. */
@@ -35,6 +42,8 @@ export class GithubAppsRepo extends Context.Service<
     readonly slug: (organizationId: string) => Effect.Effect<Option.Option<string>>
     /** The organizations that have an App configured, in id order. */
     readonly configuredOrganizations: Effect.Effect<ReadonlyArray<string>>
+    /** Every configured App with its organization, in organization order, without opening any secret. */
+    readonly summaries: Effect.Effect<ReadonlyArray<GithubAppSummary>>
     /**
      * The webhook secrets a delivery may be signed with: of the Apps with this GitHub App id (of
      * every App when the delivery does not say), with the GitHub account each organization mirrors.
@@ -100,6 +109,22 @@ export class GithubAppsRepo extends Context.Service<
         Effect.withSpan("GithubAppsRepo.configuredOrganizations")
       )
 
+      const summaries = sql<{ organization_id: string; github_app_id: string; slug: string }>`
+        SELECT organization_id, github_app_id::text AS github_app_id, slug
+        FROM github_apps ORDER BY organization_id`.pipe(
+        Effect.map((rows) =>
+          rows.map(
+            (row): GithubAppSummary => ({
+              organizationId: row.organization_id,
+              githubAppId: Number(row.github_app_id),
+              slug: row.slug
+            })
+          )
+        ),
+        Effect.orDie,
+        Effect.withSpan("GithubAppsRepo.summaries")
+      )
+
       const webhookSecrets = Effect.fn("GithubAppsRepo.webhookSecrets")(function* (githubAppId: Option.Option<number>) {
         const rows = yield* sql<{
           organization_id: string
@@ -122,7 +147,7 @@ export class GithubAppsRepo extends Context.Service<
         )
       })
 
-      return GithubAppsRepo.of({ upsert, find, slug, configuredOrganizations, webhookSecrets })
+      return GithubAppsRepo.of({ upsert, find, slug, configuredOrganizations, summaries, webhookSecrets })
     })
   )
 }

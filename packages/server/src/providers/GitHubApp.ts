@@ -26,6 +26,8 @@ export class GitHubAppError extends Data.TaggedError("GitHubAppError")<{
    */
   readonly reason: "NotConfigured" | "NotInstalled" | "NotFound" | "Unavailable"
   readonly message: string
+  /** GitHub's HTTP status, where GitHub answered (absent: not reached, or refused before any request). */
+  readonly status?: number | undefined
 }> {}
 
 export interface GithubRepositoryRef {
@@ -54,6 +56,16 @@ export const unavailable = (what: string) => (cause: unknown) =>
     message: `GitHub ${what} failed${statusOf(cause) === undefined ? "" : ` with status ${statusOf(cause)}`}`
   })
 
+/** Whether GitHub answered at all: Octokit's error for a connection that failed carries no response. */
+const answered = (cause: unknown) => typeof cause === "object" && cause !== null && "response" in cause
+
+/** The code of the connection failure under an Octokit error (`ECONNREFUSED`, `ENOTFOUND`, ...). */
+const connectionCode = (cause: unknown): string | undefined => {
+  if (typeof cause !== "object" || cause === null) return undefined
+  const code = "code" in cause && typeof cause.code === "string" ? cause.code : undefined
+  return code ?? ("cause" in cause ? connectionCode(cause.cause) : undefined)
+}
+
 /** A failed call to `endpoint`: NotFound for GitHub's 404, else Unavailable with the status only. */
 export const githubFailure = (endpoint: string) => (cause: unknown) => {
   const error = unavailable(endpoint)(cause)
@@ -68,6 +80,14 @@ export class GitHubApp extends Context.Service<
       organizationId: string,
       repository: GithubRepositoryRef
     ) => Effect.Effect<Redacted.Redacted<string>, GitHubAppError>
+    /**
+     * `GET /app` as the organization's App: GitHub's answer proves that the stored private key
+     * signs for the stored App id (`bosun doctor`). Unavailable carries GitHub's status, or none
+     * when GitHub was not reached.
+     */
+    readonly app: (
+      organizationId: string
+    ) => Effect.Effect<{ readonly id: number; readonly slug: string }, GitHubAppError>
     /** The commit SHA at the head of `branch` of `repository`. */
     readonly branchHead: (
       organizationId: string,
@@ -206,7 +226,23 @@ export class GitHubApp extends Context.Service<
         return data.commit.sha
       })
 
-      return GitHubApp.of({ installationToken, branchHead })
+      const app = Effect.fn("GitHubApp.app")(function* (organizationId: string) {
+        const jwt = yield* appJwt(organizationId)
+        const { data } = yield* Effect.tryPromise({
+          try: (signal) => request("GET /app", { headers: asBearer(jwt), request: { signal } }),
+          catch: (cause) =>
+            new GitHubAppError({
+              reason: "Unavailable",
+              message: answered(cause)
+                ? unavailable("GET /app")(cause).message
+                : `GitHub GET /app could not be reached (${connectionCode(cause) ?? "connection failed"})`,
+              status: answered(cause) ? statusOf(cause) : undefined
+            })
+        })
+        return { id: data?.id ?? 0, slug: data?.slug ?? "" }
+      })
+
+      return GitHubApp.of({ installationToken, branchHead, app })
     })
   )
 }

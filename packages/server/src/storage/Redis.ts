@@ -29,10 +29,27 @@ export class Redis extends Context.Service<
         const open = (make: () => IORedis) =>
           Effect.acquireRelease(
             Effect.tryPromise({
-              try: async () => {
+              try: () => {
                 const client = make()
-                await client.connect()
-                return client
+                // ioredis reports why a connection closed only on its `error` event; the promise
+                // says just "Connection is closed.". Keep the reason, and close a client whose first
+                // connect failed: nothing else would, and it would reconnect for ever.
+                let reason: unknown
+                const remember = (error: unknown) => {
+                  reason = error
+                }
+                client.on("error", remember)
+                return client.connect().then(
+                  () => {
+                    client.off("error", remember)
+                    return client
+                  },
+                  (error: unknown) => {
+                    client.off("error", remember)
+                    client.disconnect()
+                    return Promise.reject(reason ?? error)
+                  }
+                )
               },
               catch: redisFailure("cannot connect to Redis")
             }),
