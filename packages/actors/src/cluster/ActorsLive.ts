@@ -30,6 +30,11 @@ export interface ClusterSettings {
   /** How long a killed runner's shards stay locked before others take them. */
   readonly shardLockExpiration: Duration.Duration
   /**
+   * How often a runner re-reads the shard assignments: the longest a shard freed by a runner that
+   * stopped gracefully waits for its next owner (the library's default is 3 s).
+   */
+  readonly refreshAssignmentsInterval: Duration.Duration
+  /**
    * A cluster client that hosts no shards (an API-only process): it sends to entities on the
    * runners but runs none, and its singletons (the Scheduler's alarm, crons) never start here.
    */
@@ -57,7 +62,8 @@ export const layerCluster = (settings: ClusterSettings) => {
       settings.listenAddress === undefined
         ? Option.none()
         : Option.some(RunnerAddress.make(settings.listenAddress.host, settings.listenAddress.port)),
-    shardLockExpiration: settings.shardLockExpiration
+    shardLockExpiration: settings.shardLockExpiration,
+    refreshAssignmentsInterval: settings.refreshAssignmentsInterval
   }
   return settings.clientOnly
     ? NodeClusterSocket.layer({ storage: "sql", clientOnly: true, shardingConfig })

@@ -83,6 +83,10 @@ export const layerScheduler = (settings: SchedulerLayerSettings) =>
             )
           }
         })
+        // Where the Scheduler runs, for operators following a hand-over between runners (and the
+        // chaos test, which checks from these lines that two runners never ran it at once).
+        yield* Effect.logInfo("scheduler_started")
+        yield* Effect.addFinalizer(() => Effect.logInfo("scheduler_stopped"))
         yield* Effect.forkScoped(loop)
         yield* Queue.offer(wakeups, undefined)
         return SchedulerEntity.of({
