@@ -44,13 +44,14 @@
  * runs the server under `--cpu-prof` into that directory.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process"
-import { generateKeyPairSync, type KeyObject, randomBytes, sign as rsaSign } from "node:crypto"
+import { generateKeyPairSync, randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { promisify } from "node:util"
 import { type ReviewOutput, RunState } from "@bosun/domain"
 import { freePort } from "@bosun/server/persistence/EmbeddedPostgres"
+import { appJwt } from "@bosun/testing/AppJwt"
 import { FakeGithub } from "@bosun/testing/FakeGithub"
 import { makeGitRepository } from "@bosun/testing/GitRepository"
 import { protocolHeaders, startRuntime, TOKEN } from "@bosun/testing/RuntimeProcess"
@@ -223,12 +224,6 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
 }
 
 /** An RS256 JWT the App signs, as GitHub's App authentication takes it. */
-const appJwt = (privateKey: KeyObject, appId: number) => {
-  const part = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url")
-  const issued = Math.floor(Date.now() / 1000) - 30
-  const unsigned = `${part({ alg: "RS256", typ: "JWT" })}.${part({ iat: issued, exp: issued + 540, iss: appId })}`
-  return `${unsigned}.${rsaSign("RSA-SHA256", Buffer.from(unsigned), privateKey).toString("base64url")}`
-}
 
 // ---------------------------------------------------------------------------------------------
 // The review every run writes, and the pull requests it is written for

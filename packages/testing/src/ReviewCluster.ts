@@ -23,7 +23,7 @@
  * lines) and any overlap, and the failover times.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process"
-import { createHmac, generateKeyPairSync, randomBytes } from "node:crypto"
+import { createHmac, generateKeyPairSync, type KeyObject, randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { promisify } from "node:util"
@@ -31,9 +31,10 @@ import { Redis } from "@bosun/server/storage/Redis"
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Redacted, type Scope } from "effect"
 import { SqlClient } from "effect/sql"
+import { appJwt } from "./AppJwt.ts"
 import { FakeGithub } from "./FakeGithub.ts"
 import { makeGitRepository } from "./GitRepository.ts"
-import { freePort, readTail, startRuntime, TOKEN } from "./RuntimeProcess.ts"
+import { freePort, protocolHeaders, readTail, startRuntime, TOKEN } from "./RuntimeProcess.ts"
 
 const repositoryRoot = path.resolve(import.meta.dirname, "../../..")
 const serverMain = path.join(repositoryRoot, "packages/server/src/main.ts")
@@ -83,6 +84,12 @@ export interface ReviewClusterSettings {
   /** How long the reviews may take in all before the run gives up. */
   readonly timeoutMs: number
   readonly progress?: (line: string) => void
+  /**
+   * The baseline: after the reviews, this many of the same runs straight to the runtime, with no
+   * control plane (`POST /v1/runs` with the same profile and checkout of the same pull requests,
+   * then each run's tail to its end), `concurrency` at a time.
+   */
+  readonly direct?: { readonly runs: number; readonly concurrency: number }
 }
 
 export interface SchedulerInterval {
@@ -132,6 +139,7 @@ export interface ReviewClusterReport {
     | undefined
   /** How the SIGTERMed server exited: 0 after a graceful stop. */
   readonly termExitCode: number | null | undefined
+  readonly direct: { readonly runs: number; readonly seconds: number; readonly runsPerSecond: number } | undefined
 }
 
 interface Server {
@@ -249,6 +257,66 @@ const spawnServer = (index: number, env: Record<string, string>, nodeFlags: Read
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
   exited.then(() => log.end())
   return { index, child, exited, lines, output: () => tail }
+}
+
+/** The baseline runs: the runtime alone doing what each review's attempt asks of it. */
+const directRuns = async (
+  options: { readonly runs: number; readonly concurrency: number },
+  world: {
+    readonly runtime: string
+    readonly fake: FakeGithub["Service"]
+    readonly privateKey: KeyObject
+    readonly heads: ReadonlyArray<string>
+    readonly prs: number
+  }
+) => {
+  const minted = await fetch(`${world.fake.apiUrl}/app/installations/${INSTALLATION_ID}/access_tokens`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${appJwt(world.privateKey, APP_ID)}`, accept: "application/json" }
+  })
+  if (minted.status !== 201) throw new Error(`the fake GitHub minted no installation token: ${await minted.text()}`)
+  const { token } = (await minted.json()) as { token: string }
+  const run = async (index: number) => {
+    const number = (index % world.prs) + 1
+    const attemptId = `direct-${index}:1`
+    const body = JSON.stringify({
+      run_id: `direct-${index}`,
+      attempt_id: attemptId,
+      agent: { kind: "CUSTOM", profile: PROFILE },
+      model: "default",
+      prompt: `Review pull request #${number} of ${REPO}; the head is checked out at repo.`,
+      repositories: [
+        {
+          id: "repo",
+          url: `${world.fake.url}/${REPO}.git`,
+          ref: `refs/pull/${number}/head`,
+          sha: world.heads[number],
+          path: "repo",
+          credential: token
+        }
+      ],
+      mcp_servers: [],
+      skills: [],
+      egress_tier: "STRICT",
+      time_limit_seconds: 600,
+      credential_mode: "INLINE",
+      provider_credentials: { fake: { type: "api", key: "sk-cluster-direct" } }
+    })
+    const posted = await fetch(`${world.runtime}/v1/runs`, { method: "POST", headers: protocolHeaders, body })
+    if (posted.status !== 201) throw new Error(`POST /v1/runs answered ${posted.status}: ${await posted.text()}`)
+    const tail = await readTail(`${world.runtime}/v1/runs/${encodeURIComponent(attemptId)}/events?after=0`)
+    const finished = tail.lines.find((line) => line.type === "run.finished")
+    if (finished === undefined) throw new Error(`the direct run ${attemptId} did not finish`)
+  }
+  const started = Date.now()
+  let next = 0
+  await Promise.all(
+    Array.from({ length: options.concurrency }, async () => {
+      while (next < options.runs) await run(next++)
+    })
+  )
+  const seconds = (Date.now() - started) / 1000
+  return { runs: options.runs, seconds, runsPerSecond: options.runs / seconds }
 }
 
 /** Sets everything up, drives the reviews, and reports; every process and file it made is removed with the scope. */
@@ -660,6 +728,20 @@ export const runReviewCluster = (settings: ReviewClusterSettings) =>
       return ends.length === 0 ? 0 : (Math.max(...ends) - at) / 1000
     }
 
+    const direct =
+      settings.direct === undefined
+        ? undefined
+        : yield* Effect.promise(() =>
+            directRuns(settings.direct ?? { runs: 0, concurrency: 1 }, {
+              runtime: runtime.base,
+              fake,
+              privateKey,
+              heads,
+              prs: settings.prs
+            })
+          )
+    if (direct !== undefined) say(`${direct.runs} direct runs: ${direct.runsPerSecond.toFixed(2)} runs/s`)
+
     const killed = kill
     const terminated = term
     return {
@@ -689,6 +771,7 @@ export const runReviewCluster = (settings: ReviewClusterSettings) =>
               inFlightSeconds: finishedAfter(terminated.inFlight, terminated.at),
               inFlight: terminated.inFlight.length
             },
-      termExitCode: terminated?.server.child.exitCode
+      termExitCode: terminated?.server.child.exitCode,
+      direct
     } satisfies ReviewClusterReport
   }) satisfies Effect.Effect<ReviewClusterReport, unknown, Scope.Scope>

@@ -14,12 +14,17 @@ import { Singleton } from "effect/cluster"
 import { recordQueueWaits } from "../attempt/AttemptMetrics.ts"
 import { MigrationGate } from "../attempt/AttemptPorts.ts"
 import { RunAttemptWorkflow } from "../attempt/RunAttemptWorkflow.ts"
-import { SchedulerEntity, wakeScheduler } from "./SchedulerEntity.ts"
+import { keepSchedulerUp, SchedulerEntity, wakeScheduler } from "./SchedulerEntity.ts"
 import { type AttemptRef, markStarted, runPass, type SchedulerSettings } from "./SchedulerPass.ts"
 
 export interface SchedulerLayerSettings extends SchedulerSettings {
   /** The longest the Scheduler sleeps without a wake-up. */
   readonly idleTick: Duration.Duration
+  /**
+   * How often the alarm makes sure the Scheduler entity is up: after a hand-over between runners,
+   * the longest it stays down once its shard has a new owner.
+   */
+  readonly keepalive: Duration.Duration
 }
 
 const start = (ref: AttemptRef) =>
@@ -90,10 +95,20 @@ export const layerScheduler = (settings: SchedulerLayerSettings) =>
         yield* Effect.forkScoped(loop)
         yield* Queue.offer(wakeups, undefined)
         return SchedulerEntity.of({
-          Wake: () => Effect.asVoid(Queue.offer(wakeups, undefined))
+          Wake: () => Effect.asVoid(Queue.offer(wakeups, undefined)),
+          Keepalive: () => Effect.void
         })
       }),
       { maxIdleTime: Duration.infinity }
     ),
-    Singleton.make("SchedulerAlarm", Effect.forever(Effect.andThen(wakeScheduler, Effect.sleep(settings.idleTick))))
+    Singleton.make(
+      "SchedulerAlarm",
+      Effect.all(
+        [
+          Effect.forever(Effect.andThen(wakeScheduler, Effect.sleep(settings.idleTick))),
+          Effect.forever(Effect.andThen(keepSchedulerUp, Effect.sleep(settings.keepalive)))
+        ],
+        { concurrency: 2, discard: true }
+      )
+    )
   )

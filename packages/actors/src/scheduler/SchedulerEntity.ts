@@ -1,7 +1,7 @@
 /**
  * The Scheduler's address in the cluster (spec: Coordinators, Scheduler, singleton `global`):
  * one entity instance, `global`, reached with `Wake` — a volatile wake-up that carries nothing,
- * since what changed is in the database. Handlers, crons and finished attempts send it after
+ * since what changed is in the database — and kept up by `Keepalive`. Handlers, crons and finished attempts send it after
  * their commit; the Scheduler's own alarm sends it too, so a lost wake-up only delays a pass.
  * Defined apart from its behaviour (`Scheduler.ts`) so attempts can wake it without a cycle.
  */
@@ -11,7 +11,14 @@ import { Rpc } from "effect/rpc"
 
 export const Wake = Rpc.make("Wake")
 
-export const SchedulerEntity = Entity.make("Scheduler", [Wake])
+/**
+ * Keeps the Scheduler running without asking for a pass: an entity starts at its first message,
+ * so after its shard moves to another runner this brings it up there at once rather than at the
+ * next wake-up (the alarm's idle tick).
+ */
+export const Keepalive = Rpc.make("Keepalive")
+
+export const SchedulerEntity = Entity.make("Scheduler", [Wake, Keepalive])
 
 export const SCHEDULER_ID = "global"
 
@@ -23,3 +30,9 @@ export const wakeScheduler = Effect.gen(function* () {
   Effect.catchCause((cause) => Effect.logWarning("scheduler_wake_failed", cause)),
   Effect.withSpan("Scheduler.wake")
 )
+
+/** Brings the Scheduler up if it is not (`Keepalive`); a failure is only logged, the next one retries. */
+export const keepSchedulerUp = Effect.gen(function* () {
+  const clientFor = yield* SchedulerEntity.client
+  yield* clientFor(SCHEDULER_ID).Keepalive(undefined, { discard: true })
+}).pipe(Effect.catchCause((cause) => Effect.logDebug("scheduler_keepalive_failed", cause)))

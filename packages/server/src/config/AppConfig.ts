@@ -291,6 +291,7 @@ const clusterConfig: Config.Config<ClusterSettings> = Config.all({
   lease: duration("BOSUN_ATTEMPT_LEASE", Duration.seconds(90)),
   retryBackoff: duration("BOSUN_ATTEMPT_RETRY_BACKOFF", Duration.seconds(10)),
   idleTick: duration("BOSUN_SCHEDULER_IDLE_TICK", Duration.seconds(5)),
+  keepalive: duration("BOSUN_SCHEDULER_KEEPALIVE", Duration.millis(250)),
   executeChunk: duration("BOSUN_EXECUTE_CHUNK", Duration.minutes(2)),
   flushInterval: duration("BOSUN_EVENT_FLUSH_INTERVAL", Duration.seconds(1)),
   flushMaxEvents: Config.schema(PositiveInt, "BOSUN_EVENT_FLUSH_MAX_EVENTS").pipe(Config.withDefault(100)),
@@ -328,7 +329,8 @@ const clusterConfig: Config.Config<ClusterSettings> = Config.all({
         lanes: { AGENT: c.agentLane, REVIEW: c.reviewLane },
         lease: c.lease,
         retryBackoff: c.retryBackoff,
-        idleTick: c.idleTick
+        idleTick: c.idleTick,
+        keepalive: c.keepalive
       },
       attempts: {
         executeChunk: c.executeChunk,

@@ -84,7 +84,8 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
       lanes: { AGENT: 4, REVIEW: 4 },
       lease: Duration.seconds(30),
       retryBackoff: Duration.millis(200),
-      idleTick: Duration.seconds(1)
+      idleTick: Duration.seconds(1),
+      keepalive: Duration.millis(250)
     },
     attempts: {
       executeChunk: Duration.seconds(30),
