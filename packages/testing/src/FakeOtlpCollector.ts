@@ -50,12 +50,12 @@ interface ExportRequest {
   }>
 }
 
-const valueOf = (value: AnyValue): string | number | boolean =>
+const attributeValue = (value: AnyValue): string | number | boolean =>
   value.stringValue ??
   (value.intValue !== undefined ? Number(value.intValue) : (value.doubleValue ?? value.boolValue ?? ""))
 
 const record = (attributes: ReadonlyArray<KeyValue> | undefined) =>
-  Object.fromEntries((attributes ?? []).map((kv) => [kv.key, valueOf(kv.value)]))
+  Object.fromEntries((attributes ?? []).map((kv) => [kv.key, attributeValue(kv.value)]))
 
 export interface FakeOtlpCollectorHandle {
   /** `http://127.0.0.1:<port>`, what `OTEL_EXPORTER_OTLP_ENDPOINT` would be. */
