@@ -42,9 +42,12 @@ RUN apt-get update \
   && printf '#!/bin/sh\nexec node /app/packages/server/src/cli/main.ts "$@"\n' > /usr/local/bin/bosun \
   && chmod 755 /usr/local/bin/bosun
 WORKDIR /app
+# The API on 8080, the cluster socket on 34431 (other runners reach it at BOSUN_RUNNER_HOST, the
+# Pod's IP under Kubernetes). Prometheus /metrics is off until BOSUN_METRICS_PORT is set.
 ENV NODE_ENV=production \
   BOSUN_HOST=0.0.0.0 \
   BOSUN_PORT=8080 \
+  BOSUN_RUNNER_LISTEN_HOST=0.0.0.0 \
   BOSUN_DATA_DIR=/data
 COPY --from=deps --chown=1000:1000 /app/node_modules ./node_modules
 COPY --chown=1000:1000 package.json ./
@@ -60,7 +63,7 @@ COPY --chown=1000:1000 packages/server/src packages/server/src
 COPY --from=dashboard --chown=1000:1000 /app/packages/dashboard/dist packages/dashboard/dist
 USER 1000:1000
 VOLUME ["/data"]
-EXPOSE 8080
+EXPOSE 8080 34431
 HEALTHCHECK --interval=10s --timeout=3s CMD ["node", "-e", "fetch('http://127.0.0.1:8080/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # Exec form: node is PID 1 and receives SIGTERM itself (the server drains, hands its shards over
 # and exits). The semi-space size is npm start's (README: Performance).

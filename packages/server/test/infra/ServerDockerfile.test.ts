@@ -37,9 +37,15 @@ describe("infra/server.Dockerfile", () => {
     expect(final.filter((line) => line.startsWith("USER "))).toEqual(["USER 1000:1000"])
     expect(final.at(-1)).toBe('ENTRYPOINT ["node", "--max-semi-space-size=16", "packages/server/src/main.ts"]')
     expect(final.some((line) => line.startsWith("CMD "))).toBe(false)
-    expect(final).toContain("EXPOSE 8080")
+    expect(final).toContain("EXPOSE 8080 34431")
     const env = final.find((line) => line.startsWith("ENV ")) ?? ""
-    for (const setting of ["NODE_ENV=production", "BOSUN_HOST=0.0.0.0", "BOSUN_PORT=8080", "BOSUN_DATA_DIR=/data"]) {
+    for (const setting of [
+      "NODE_ENV=production",
+      "BOSUN_HOST=0.0.0.0",
+      "BOSUN_PORT=8080",
+      "BOSUN_RUNNER_LISTEN_HOST=0.0.0.0",
+      "BOSUN_DATA_DIR=/data"
+    ]) {
       expect(env).toContain(setting)
     }
     expect(final).toContain('VOLUME ["/data"]')
