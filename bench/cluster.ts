@@ -100,7 +100,9 @@ const violations = (report: ReviewClusterReport, prs: number) => {
   if (report.runs.length !== prs) found.push(`${report.runs.length} review runs for ${prs} pull requests`)
   for (const run of report.runs) {
     if (run.status !== "SUCCEEDED" || run.attempts !== 1 || run.reviews !== 1) {
-      found.push(`#${run.number}: ${run.status}, ${run.attempts} attempts, ${run.reviews} reviews`)
+      found.push(
+        `#${run.number}: ${run.status}, ${run.attempts} attempts, ${run.reviews} reviews${run.error === null ? "" : ` (${run.error})`}`
+      )
     }
   }
   for (const mismatch of report.eventMismatches) found.push(`#${mismatch.number} events: ${mismatch.problem}`)

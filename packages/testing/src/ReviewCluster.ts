@@ -106,6 +106,8 @@ export interface ReviewClusterReport {
     readonly attempts: number
     /** Reviews the fake GitHub holds for the pull request. */
     readonly reviews: number
+    /** Why a run did not succeed: its error, and each failed step's error. */
+    readonly error: string | null
   }>
   /** Pull requests whose delivery no server acknowledged. */
   readonly undelivered: ReadonlyArray<number>
@@ -646,15 +648,21 @@ export const runReviewCluster = (settings: ReviewClusterSettings) =>
       status: string
       attempts: number
       finished_at: Date | null
+      error: string | null
     }>`
       SELECT r.id, r.pull_request_number AS number, r.status, r.finished_at,
-             (SELECT count(*)::int FROM workflow_attempts a WHERE a.run_id = r.id) AS attempts
+             (SELECT count(*)::int FROM workflow_attempts a WHERE a.run_id = r.id) AS attempts,
+             CASE WHEN r.status = 'SUCCEEDED' THEN NULL ELSE concat_ws('; ', r.error_code, r.error_message,
+               (SELECT string_agg(s.step || ': ' || coalesce(s.error, '?'), ', ')
+                FROM workflow_attempt_steps s JOIN workflow_attempts a ON a.id = s.attempt_id
+                WHERE a.run_id = r.id AND s.status = 'FAILED')) END AS error
       FROM workflow_runs r WHERE r.workflow_type = 'review' ORDER BY r.pull_request_number, r.created_at`)
     const runs = rows.map((row) => ({
       number: row.number,
       status: row.status,
       attempts: row.attempts,
-      reviews: fake.reviews(REPO, row.number).length
+      reviews: fake.reviews(REPO, row.number).length,
+      error: row.error
     }))
 
     // Each run's events against the runtime's own log of each attempt.

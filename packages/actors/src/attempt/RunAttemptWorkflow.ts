@@ -86,9 +86,13 @@ const fromRuntimeError = (error: RuntimeError) =>
 
 const cancelled = () => new StepFailure({ code: "cancelled", message: "the run was cancelled", retryable: false })
 
+/** A flush fenced out by another worker of the same, still running attempt (see `fencedOut`). */
+const CURSOR_MOVED = "attempt_cursor_moved"
+
 /** Transient failures are retried inside the step with backoff; what is left ends the attempt. */
 const transient = (failure: StepFailure) =>
-  failure.retryable && (failure.code === "sandbox_unavailable" || failure.code.startsWith("runtime_"))
+  failure.retryable &&
+  (failure.code === "sandbox_unavailable" || failure.code === CURSOR_MOVED || failure.code.startsWith("runtime_"))
 
 /**
  * Runs a step's body: counted in `workflow_attempt_steps`, the attempt's lease renewed while it
@@ -199,7 +203,7 @@ const executeChunk = (run: AttemptRun, prepared: Prepared) =>
         if (events.some((event) => event.type === "run.finished")) finished = true
         if (events.length > 0) {
           const written = yield* Records.flushEvents(run, cursor, events)
-          if (written === undefined) return yield* Effect.fail(stale())
+          if (written === undefined) return yield* Effect.fail(yield* fencedOut(run))
           cursor = events[events.length - 1]?.seq ?? cursor
           yield* publisher.Publish({ events: written }, { discard: true }).pipe(Effect.ignore)
         } else if (phase !== undefined && "phase" in phase) {
@@ -232,6 +236,24 @@ const stale = () =>
     message: "the attempt was recovered by the Scheduler; this worker stopped",
     retryable: false
   })
+
+/**
+ * Why a flush was fenced out. The attempt no longer running: it was recovered, this worker stops.
+ * Still running: another worker of this same attempt wrote first — during a graceful hand-over the
+ * stopping runner's execute step can still be flushing while the new owner resumes it — so the
+ * chunk starts again from the committed cursor (a transient failure, retried in the step); the
+ * fence keeps every event written once whoever writes it.
+ */
+const fencedOut = (run: AttemptRun) =>
+  Effect.map(Records.loadAttempt(run.organizationId, run.runId, run.attempt), (current) =>
+    Option.isSome(current) && current.value.status === "RUNNING"
+      ? new StepFailure({
+          code: CURSOR_MOVED,
+          message: "another worker of this attempt wrote its events first; resuming from the committed cursor",
+          retryable: true
+        })
+      : stale()
+  )
 
 export const RunAttemptWorkflowLive = RunAttemptWorkflow.toLayer(
   // One span for the attempt and one per activity and step beneath it, each carrying the run's
