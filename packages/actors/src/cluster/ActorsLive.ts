@@ -11,9 +11,15 @@
  *
  * The server provides the ports (`attempt/AttemptPorts.ts`), the runtime client and a SqlClient.
  */
-import { NodeClusterSocket } from "@effect/platform-node"
-import { type Duration, Layer, Option } from "effect"
-import { ClusterWorkflowEngine, RunnerAddress } from "effect/cluster"
+import { NodeClusterSocket, NodeCrypto } from "@effect/platform-node"
+import { Duration, Layer, Option } from "effect"
+import {
+  ClusterWorkflowEngine,
+  RunnerAddress,
+  ShardingConfig,
+  SqlMessageStorage,
+  SqlRunnerStorage
+} from "effect/cluster"
 import { AttemptSettings, type AttemptSettingsShape } from "../attempt/AttemptSettings.ts"
 import { RunAttemptWorkflowLive } from "../attempt/RunAttemptWorkflow.ts"
 import { AgentDeviceAuthLive, type AgentDeviceAuthSettings } from "../auth/AgentDeviceAuth.ts"
@@ -21,6 +27,7 @@ import { MutexLive } from "../coordination/Mutex.ts"
 import { layerUsageCache } from "../coordination/UsageCache.ts"
 import { RunEventsLive } from "../events/RunEvents.ts"
 import { layerScheduler, type SchedulerLayerSettings } from "../scheduler/Scheduler.ts"
+import { layerPromptShardAcquisition } from "./PromptShardAcquisition.ts"
 
 export interface ClusterSettings {
   /** Where other runners reach this one. */
@@ -34,6 +41,12 @@ export interface ClusterSettings {
    * stopped gracefully waits for its next owner (the library's default is 3 s).
    */
   readonly refreshAssignmentsInterval: Duration.Duration
+  /**
+   * How long an acquire keeps asking for shards a stopping runner has not released yet, instead of
+   * leaving them to the library's next round a second later (`cluster/PromptShardAcquisition.ts`).
+   * Capped at half the lock refresh interval.
+   */
+  readonly shardHandoverWait: Duration.Duration
   /**
    * A cluster client that hosts no shards (an API-only process): it sends to entities on the
    * runners but runs none, and its singletons (the Scheduler's alarm, crons) never start here.
@@ -55,6 +68,10 @@ export interface ClusterSettings {
   readonly deviceAuth: Option.Option<AgentDeviceAuthSettings>
 }
 
+/** The library's lock refresh interval: its default refresh (10 s), or a third of the expiration when shorter. */
+const lockRefreshInterval = (expiration: Duration.Duration) =>
+  Duration.min(Duration.seconds(10), Duration.divideUnsafe(expiration, 3))
+
 export const layerCluster = (settings: ClusterSettings) => {
   const shardingConfig = {
     runnerAddress: Option.some(RunnerAddress.make(settings.runnerAddress.host, settings.runnerAddress.port)),
@@ -65,11 +82,24 @@ export const layerCluster = (settings: ClusterSettings) => {
     shardLockExpiration: settings.shardLockExpiration,
     refreshAssignmentsInterval: settings.refreshAssignmentsInterval
   }
-  return settings.clientOnly
-    ? NodeClusterSocket.layer({ storage: "sql", clientOnly: true, shardingConfig })
+  // The SQL storages NodeClusterSocket would build itself ("sql"), brought here ("byo") so the
+  // runner storage can be wrapped.
+  const storage = Layer.merge(
+    SqlMessageStorage.layer.pipe(Layer.provide(NodeCrypto.layerDigest)),
+    layerPromptShardAcquisition({
+      window: Duration.min(
+        settings.shardHandoverWait,
+        Duration.divideUnsafe(lockRefreshInterval(settings.shardLockExpiration), 2)
+      ),
+      spacing: Duration.millis(50),
+      quiet: Duration.millis(150)
+    }).pipe(Layer.provide(Layer.orDie(SqlRunnerStorage.layer)))
+  ).pipe(Layer.provide(ShardingConfig.layerFromEnv(shardingConfig)))
+  const cluster = settings.clientOnly
+    ? NodeClusterSocket.layer({ storage: "byo", clientOnly: true, shardingConfig })
     : settings.runnerHealth._tag === "k8s"
       ? NodeClusterSocket.layer({
-          storage: "sql",
+          storage: "byo",
           runnerHealth: "k8s",
           runnerHealthK8s: {
             namespace: settings.runnerHealth.namespace,
@@ -77,7 +107,8 @@ export const layerCluster = (settings: ClusterSettings) => {
           },
           shardingConfig
         })
-      : NodeClusterSocket.layer({ storage: "sql", runnerHealth: "ping", shardingConfig })
+      : NodeClusterSocket.layer({ storage: "byo", runnerHealth: "ping", shardingConfig })
+  return cluster.pipe(Layer.provideMerge(storage))
 }
 
 /** The entities and workflows on a runner; needs the ports (with `UsageSource`), `RuntimeClient` and a `SqlClient`. */

@@ -286,6 +286,7 @@ const clusterConfig: Config.Config<ClusterSettings> = Config.all({
   runnerHealthLabelSelector: Config.option(Config.NonEmptyString("BOSUN_RUNNER_HEALTH_LABEL_SELECTOR")),
   shardLockExpiration: duration("BOSUN_SHARD_LOCK_EXPIRATION", Duration.seconds(10)),
   refreshAssignmentsInterval: duration("BOSUN_SHARD_REFRESH_INTERVAL", Duration.millis(250)),
+  shardHandoverWait: duration("BOSUN_SHARD_HANDOVER_WAIT", Duration.seconds(1)),
   agentLane: Config.schema(Concurrency, "BOSUN_LANE_AGENT_CONCURRENCY").pipe(Config.withDefault(4)),
   reviewLane: Config.schema(Concurrency, "BOSUN_LANE_REVIEW_CONCURRENCY").pipe(Config.withDefault(4)),
   lease: duration("BOSUN_ATTEMPT_LEASE", Duration.seconds(90)),
@@ -315,6 +316,7 @@ const clusterConfig: Config.Config<ClusterSettings> = Config.all({
       }),
       shardLockExpiration: c.shardLockExpiration,
       refreshAssignmentsInterval: c.refreshAssignmentsInterval,
+      shardHandoverWait: c.shardHandoverWait,
       clientOnly: c.role === "api",
       runnerHealth:
         c.runnerHealth === "k8s"

@@ -77,6 +77,7 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
     runnerAddress: { host: "127.0.0.1", port: 0 },
     shardLockExpiration: Duration.seconds(5),
     refreshAssignmentsInterval: Duration.millis(500),
+    shardHandoverWait: Duration.seconds(1),
     clientOnly: false,
     runnerHealth: { _tag: "ping" },
     usageTtl: Duration.seconds(60),
