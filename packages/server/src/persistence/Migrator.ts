@@ -171,7 +171,11 @@ export type GateState =
 export class Migrator extends Context.Service<
   Migrator,
   {
-    /** Applies pending migrations now (the first step of every workflow calls this). */
+    /**
+     * Applies pending migrations now (what the boot-time run does; a second run applies nothing).
+     * Workflows do not run it again: their first step waits for the boot-time run through
+     * `awaitReady` (the actors' `MigrationGate` port).
+     */
     readonly run: Effect.Effect<MigrationReport, MigrationError>
     /** Waits (bounded) for the boot-time run; fails with 503 while migrations are not applied. */
     readonly gate: Effect.Effect<void, ServiceUnavailable>
