@@ -25,6 +25,7 @@ import { randomBytes } from "node:crypto"
 import { hostname } from "node:os"
 import type { SecretRotationRun } from "@bosun/domain"
 import { Context, Data, type Duration, Effect, Layer, Option, Queue } from "effect"
+import type { AuditEvent } from "../persistence/AuditLog.ts"
 import { type LeaseLost, type RotationRow, SecretRotationRepo } from "../persistence/SecretRotationRepo.ts"
 import { placeOf, SealedColumns } from "./SealedColumns.ts"
 import { Secrets, SecretsError } from "./Secrets.ts"
@@ -42,6 +43,18 @@ export interface SecretRotationSettings {
   /** Whether this process works on runs (false: it only queues and reads them). Default true. */
   readonly worker?: boolean | undefined
 }
+
+/**
+ * The audit evidence of a run an operator queued — with the bootstrap token or `bosun secrets
+ * rotate` alike; a call that only joined the run in progress records nothing.
+ */
+export const rotationStartEvent = (run: SecretRotationRun): AuditEvent => ({
+  organizationId: null,
+  actor: { kind: "operator" },
+  action: run.dry_run ? "secret_rotation.dry_run" : "secret_rotation.start",
+  target: `secret_rotation:${run.id}`,
+  details: { batch_size: run.batch_size, target_key_version: run.target_key_version }
+})
 
 const publicRun = ({
   target_key_fingerprint: _f,

@@ -4,7 +4,7 @@
  */
 import { BosunApi, Conflict, DEFAULT_BATCH_SIZE, ErrorCodes, NotFound } from "@bosun/domain"
 import { Effect, Option } from "effect"
-import { SecretRotation } from "../crypto/SecretRotation.ts"
+import { rotationStartEvent, SecretRotation } from "../crypto/SecretRotation.ts"
 import { AuditLog } from "../persistence/AuditLog.ts"
 import { group } from "./ApiGroup.ts"
 
@@ -17,17 +17,7 @@ export const SecretRotationsHttp = group(
     return handlers
       .handle("create", ({ payload }) =>
         rotation.start({ dryRun: payload.dry_run, batchSize: payload.batch_size ?? DEFAULT_BATCH_SIZE }).pipe(
-          Effect.tap(({ run, created }) =>
-            created
-              ? audit.record({
-                  organizationId: null,
-                  actor: { kind: "operator" },
-                  action: run.dry_run ? "secret_rotation.dry_run" : "secret_rotation.start",
-                  target: `secret_rotation:${run.id}`,
-                  details: { batch_size: run.batch_size, target_key_version: run.target_key_version }
-                })
-              : Effect.void
-          ),
+          Effect.tap(({ run, created }) => (created ? audit.record(rotationStartEvent(run)) : Effect.void)),
           Effect.map(({ run }) => ({ data: run })),
           Effect.catchTag("RotationConflict", ({ running }) =>
             Effect.fail(

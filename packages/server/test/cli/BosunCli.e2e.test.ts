@@ -133,6 +133,40 @@ layer(Layer.mergeAll(TestDatabase.layer, LogCapture.layer), { excludeTestService
         assert.strictEqual(unknown.code, 1)
         assert.strictEqual(unknown.stdout, "")
         assert.include(unknown.stderr, "bosun: no secret rotation has the id no-such-run")
+
+        // Each run the CLI queued is audit evidence of the operator, as one queued over HTTP is.
+        const sql = yield* SqlClient.SqlClient
+        const audits = yield* sql<{
+          action: string
+          actor_kind: string
+          organization_id: string | null
+          target: string
+          details: Record<string, unknown>
+        }>`SELECT action, actor_kind, organization_id, target, details FROM audit_events
+           WHERE action LIKE 'secret_rotation.%' ORDER BY id`
+        assert.deepStrictEqual(audits, [
+          {
+            action: "secret_rotation.dry_run",
+            actor_kind: "operator",
+            organization_id: null,
+            target: `secret_rotation:${String(failed.id)}`,
+            details: { batch_size: 100, target_key_version: 2 }
+          },
+          {
+            action: "secret_rotation.start",
+            actor_kind: "operator",
+            organization_id: null,
+            target: `secret_rotation:${String(run.id)}`,
+            details: { batch_size: 7, target_key_version: 2 }
+          },
+          {
+            action: "secret_rotation.dry_run",
+            actor_kind: "operator",
+            organization_id: null,
+            target: `secret_rotation:${String(report.id)}`,
+            details: { batch_size: 100, target_key_version: 2 }
+          }
+        ])
       }),
     120_000
   )

@@ -700,7 +700,7 @@ layer(layerTestServer(), { excludeTestServices: true })("/instance/secret-rotati
         })
     )
 
-    it.effect("accepts batch_size 200, the upper bound, and reports it on the run", () =>
+    it.effect("accepts batch_size 200, the upper bound, reports it on the run, and records the operator's start", () =>
       Effect.gen(function* () {
         yield* noActiveRotation
         const created = yield* postRotation({ dry_run: true, batch_size: 200 })
@@ -709,6 +709,28 @@ layer(layerTestServer(), { excludeTestServices: true })("/instance/secret-rotati
         const run = yield* finishedRun(runOf(created).id)
         assert.strictEqual(run.status, "SUCCEEDED")
         assert.strictEqual(run.batch_size, 200)
+
+        const sql = yield* SqlClient.SqlClient
+        const audits = yield* sql<{
+          actor_kind: string
+          organization_id: string | null
+          action: string
+          request_id: string | null
+          details: Record<string, unknown>
+        }>`SELECT actor_kind, organization_id, action, request_id, details FROM audit_events
+           WHERE target = ${`secret_rotation:${run.id}`}`
+        assert.lengthOf(audits, 1)
+        const [audit] = audits
+        assert.deepStrictEqual(
+          { ...audit, request_id: typeof audit?.request_id },
+          {
+            actor_kind: "operator",
+            organization_id: null,
+            action: "secret_rotation.dry_run",
+            request_id: "string",
+            details: { batch_size: 200, target_key_version: 1 }
+          }
+        )
       })
     )
   })

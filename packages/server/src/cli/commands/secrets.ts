@@ -3,12 +3,14 @@
  * Secret-rotation procedure 4-7). They use the server's own services on the same database, so a
  * rotation started here is the same run the HTTP endpoints report; this process also works on it
  * (a running server may take part), and `rotate` polls it to the end, drawing its progress.
- * `rotate` prints the final report as JSON on stdout and exits 0 only when it SUCCEEDED.
+ * `rotate` prints the final report as JSON on stdout and exits 0 only when it SUCCEEDED. A run it
+ * queues is audit evidence, as one queued over HTTP is.
  */
 import { BatchSize, DEFAULT_BATCH_SIZE, type SecretRotationRun } from "@bosun/domain"
 import { Console, Duration, Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
-import { SecretRotation } from "../../crypto/SecretRotation.ts"
+import { rotationStartEvent, SecretRotation } from "../../crypto/SecretRotation.ts"
+import { AuditLog } from "../../persistence/AuditLog.ts"
 import { CliFailure } from "../CliFailure.ts"
 import { makeProgress } from "../Progress.ts"
 
@@ -31,6 +33,7 @@ export const rotate = Command.make(
   },
   Effect.fn(function* ({ dryRun, batchSize }) {
     const rotation = yield* SecretRotation
+    const audit = yield* AuditLog
     const { run, created } = yield* rotation.start({ dryRun, batchSize }).pipe(
       Effect.catchTag("RotationConflict", ({ running }) =>
         Effect.fail(
@@ -40,6 +43,7 @@ export const rotate = Command.make(
         )
       )
     )
+    if (created) yield* audit.record(rotationStartEvent(run))
     process.stderr.write(
       `${created ? "started" : "following the rotation already in progress:"} ${run.id} (${run.dry_run ? "dry run" : "re-sealing"} under key version ${run.target_key_version})\n`
     )
