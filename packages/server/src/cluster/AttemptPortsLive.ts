@@ -17,8 +17,12 @@ import {
 } from "@bosun/actors/attempt/AttemptPorts"
 import { RuntimeClient } from "@bosun/actors/runtime/RuntimeClient"
 import { layerExternalRuntime } from "@bosun/actors/sandbox/ExternalRuntime"
+import { layerHostedSandbox } from "@bosun/actors/sandbox/HostedSandbox"
+import { InjectionProxy } from "@bosun/actors/sandbox/InjectionProxy"
+import { layerPlatformContainer } from "@bosun/actors/sandbox/PlatformContainer"
 import { SandboxProvider } from "@bosun/actors/sandbox/SandboxProvider"
-import { Effect, Layer, Redacted, Stream } from "effect"
+import { Context, Effect, Layer, Option, Redacted, Stream } from "effect"
+import { AppConfig } from "../config/AppConfig.ts"
 import { Secrets } from "../crypto/Secrets.ts"
 import { Migrator } from "../persistence/Migrator.ts"
 import { AgentRuntime } from "../runtime/AgentRuntime.ts"
@@ -85,17 +89,37 @@ export const MigrationGateLive = Layer.effect(
 
 /**
  * The providers this instance has: EXTERNAL_RUNTIME always (the operator's runtime, or the
- * embedded one). A repository configured for a provider that is not set up here fails its
- * attempts with `sandbox_provider_unconfigured`.
+ * embedded one); PLATFORM_CONTAINER, with the credential-injection egress proxy its pods go out
+ * through, and HOSTED_SANDBOX when they are configured (`config/SandboxConfig.ts`). An API-only
+ * process runs no attempt, so it opens neither. A repository configured for a provider that is
+ * not set up here fails its attempts with `sandbox_provider_unconfigured`.
  */
 export const SandboxProvidersLive = Layer.effect(
   SandboxProviders,
   Effect.gen(function* () {
     const runtime = yield* AgentRuntime
-    const external = yield* Effect.provide(
-      SandboxProvider,
-      layerExternalRuntime({ url: runtime.endpoint.baseUrl, token: runtime.endpoint.token })
-    )
-    return SandboxProviders.of({ get: (name) => (name === external.name ? external : undefined) })
+    const config = yield* AppConfig
+    /** Built in this layer's scope: the proxy's listener lives as long as the providers. */
+    const providerOf = <E, R>(layer: Layer.Layer<SandboxProvider, E, R>) =>
+      Effect.map(Layer.build(layer), (context) => Context.get(context, SandboxProvider))
+    const runsAttempts = config.role !== "api"
+    const providers = [
+      yield* providerOf(layerExternalRuntime({ url: runtime.endpoint.baseUrl, token: runtime.endpoint.token })),
+      ...(runsAttempts && Option.isSome(config.sandboxes.platformContainer)
+        ? [
+            yield* providerOf(
+              layerPlatformContainer(config.sandboxes.platformContainer.value.provider).pipe(
+                Layer.provide(InjectionProxy.layer(config.sandboxes.platformContainer.value.proxy))
+              )
+            )
+          ]
+        : []),
+      ...(runsAttempts && Option.isSome(config.sandboxes.hostedSandbox)
+        ? [yield* providerOf(layerHostedSandbox(config.sandboxes.hostedSandbox.value))]
+        : [])
+    ]
+    const byName = new Map(providers.map((provider) => [provider.name, provider] as const))
+    yield* Effect.logInfo("sandbox_providers").pipe(Effect.annotateLogs({ providers: [...byName.keys()] }))
+    return SandboxProviders.of({ get: (name) => byName.get(name) })
   })
 ).pipe(Layer.provideMerge(RuntimeClient.layer))

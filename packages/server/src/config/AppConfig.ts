@@ -7,6 +7,8 @@
 import { fileURLToPath } from "node:url"
 import type { ClusterSettings } from "@bosun/actors/cluster/ActorsLive"
 import { Config, ConfigProvider, Context, Duration, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { credentialedUrl } from "./ConfigChecks.ts"
+import { type SandboxSettings, sandboxConfig } from "./SandboxConfig.ts"
 
 const MasterKeyPattern = /^[A-Za-z0-9+/]{43}=$/
 
@@ -102,6 +104,8 @@ export interface AppSettings {
   readonly linearWebhookMaxAge: Duration.Duration
   readonly redisUrl: Option.Option<Redacted.Redacted<string>>
   readonly s3: Option.Option<S3Settings>
+  /** PLATFORM_CONTAINER and HOSTED_SANDBOX, when configured (EXTERNAL_RUNTIME is `runtime`). */
+  readonly sandboxes: SandboxSettings
   /** Absent only on the embedded default, where `LocalSecrets` supplies one. */
   readonly masterKey: Option.Option<MasterKeySettings>
   readonly bootstrapToken: Option.Option<Redacted.Redacted<string>>
@@ -209,30 +213,9 @@ const masterKeyConfig: Config.Config<Option.Option<MasterKeySettings>> = Config.
   })
 )
 
-/** Loopback hosts, where plain http cannot leave the machine. */
-const isLoopbackHost = (hostname: string) =>
-  hostname === "localhost" || hostname === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname)
-
-/**
- * An outside API that receives a credential: https, or plain http only on a loopback host (a
- * local stand-in). Refusing anything else here makes it one line at start-up instead of a key
- * sent in the clear on every request.
- */
+/** An outside API that receives a credential (`ConfigChecks.credentialedUrl`), with its default. */
 const credentialedApiUrl = (name: string, fallback: string) =>
-  Config.URL(name).pipe(
-    Config.withDefault(new URL(fallback)),
-    Config.mapEffect((url) =>
-      url.protocol === "https:" || (url.protocol === "http:" && isLoopbackHost(url.hostname))
-        ? Effect.succeed(url)
-        : Effect.fail(
-            new Config.ConfigError(
-              new ConfigProvider.SourceError({
-                message: `${name}: must be an https:// URL (plain http:// only on a loopback host)`
-              })
-            )
-          )
-    )
-  )
+  Config.URL(name).pipe(Config.withDefault(new URL(fallback)), Config.mapEffect(credentialedUrl(name)))
 
 /** A runtime URL needs the organization-scoped token that runtime was started with, and the reverse. */
 const runtimeConfig = Config.all({
@@ -376,6 +359,7 @@ export const appConfig: Config.Config<AppSettings> = Config.all({
   linearWebhookMaxAge: duration("BOSUN_LINEAR_WEBHOOK_MAX_AGE", Duration.seconds(60)),
   redisUrl: optionalRedacted("REDIS_URL"),
   s3: s3Config,
+  sandboxes: sandboxConfig,
   masterKey: masterKeyConfig,
   bootstrapToken: optionalRedacted("BOSUN_BOOTSTRAP_TOKEN"),
   migrationsDir: Config.NonEmptyString("BOSUN_MIGRATIONS_DIR").pipe(Config.withDefault(defaultMigrationsDir)),

@@ -77,6 +77,73 @@ describe("start-up refusals", () => {
     ],
     ["an embedded runtime port out of range", { BOSUN_EMBEDDED_RUNTIME_PORT: "65536" }, "BOSUN_EMBEDDED_RUNTIME_PORT"],
     [
+      "a PLATFORM_CONTAINER namespace without the runtime image",
+      { BOSUN_PLATFORM_CONTAINER_NAMESPACE: "bosun-sandboxes" },
+      "BOSUN_PLATFORM_CONTAINER_IMAGE: required when BOSUN_PLATFORM_CONTAINER_NAMESPACE is set"
+    ],
+    [
+      "a PLATFORM_CONTAINER without the egress proxy's derivation key",
+      {
+        BOSUN_PLATFORM_CONTAINER_NAMESPACE: "bosun-sandboxes",
+        BOSUN_PLATFORM_CONTAINER_IMAGE: "bosun-runtime:1",
+        BOSUN_PLATFORM_CONTAINER_SERVICE_ACCOUNT: "bosun-sandbox",
+        BOSUN_PLATFORM_CONTAINER_RUNTIME_TOKEN_SECRET: "bosun-runtime-token",
+        BOSUN_PLATFORM_CONTAINER_RUNTIME_TOKEN: "pod-runtime-token-secret-value",
+        BOSUN_PLATFORM_CONTAINER_CA_CONFIGMAP: "bosun-egress-ca",
+        BOSUN_EGRESS_PROXY_CA_CERTIFICATE: "-----BEGIN CERTIFICATE-----",
+        BOSUN_EGRESS_PROXY_CA_KEY: "-----BEGIN PRIVATE KEY----- secret-key-material"
+      },
+      "BOSUN_EGRESS_PROXY_SECRET_KEY: required when BOSUN_PLATFORM_CONTAINER_NAMESPACE is set"
+    ],
+    [
+      "instance classes that are not the two classes' resources",
+      {
+        BOSUN_PLATFORM_CONTAINER_NAMESPACE: "bosun-sandboxes",
+        BOSUN_PLATFORM_CONTAINER_INSTANCE_CLASSES: JSON.stringify({ "standard-2": { cpu: "2" } })
+      },
+      "BOSUN_PLATFORM_CONTAINER_INSTANCE_CLASSES"
+    ],
+    [
+      "egress tiers that are not lists of hosts",
+      { BOSUN_PLATFORM_CONTAINER_NAMESPACE: "bosun-sandboxes", BOSUN_EGRESS_TIERS: JSON.stringify({ STRICT: "*" }) },
+      "BOSUN_EGRESS_TIERS"
+    ],
+    [
+      "a Kubernetes API URL without its token",
+      { BOSUN_KUBERNETES_API_URL: "https://127.0.0.1:6443" },
+      "BOSUN_KUBERNETES_TOKEN: required when BOSUN_KUBERNETES_API_URL is set"
+    ],
+    [
+      "a hosted sandbox API over plain http to another host",
+      { BOSUN_HOSTED_SANDBOX_API_URL: "http://sandboxes.example.com/api" },
+      "BOSUN_HOSTED_SANDBOX_API_URL: must be an https:// URL"
+    ],
+    [
+      "a hosted sandbox API without its key",
+      { BOSUN_HOSTED_SANDBOX_API_URL: "https://sandboxes.example.com/api" },
+      "BOSUN_HOSTED_SANDBOX_API_KEY: required when BOSUN_HOSTED_SANDBOX_API_URL is set"
+    ],
+    [
+      "a hosted sandbox with neither a snapshot nor an image",
+      {
+        BOSUN_HOSTED_SANDBOX_API_URL: "https://sandboxes.example.com/api",
+        BOSUN_HOSTED_SANDBOX_API_KEY: "dtn_secret-api-key-value",
+        BOSUN_HOSTED_SANDBOX_RUNTIME_TOKEN: "hosted-runtime-token-value"
+      },
+      "BOSUN_HOSTED_SANDBOX_SNAPSHOT: required when BOSUN_HOSTED_SANDBOX_API_URL is set"
+    ],
+    [
+      "a hosted sandbox with both a snapshot and an image",
+      {
+        BOSUN_HOSTED_SANDBOX_API_URL: "https://sandboxes.example.com/api",
+        BOSUN_HOSTED_SANDBOX_API_KEY: "dtn_secret-api-key-value",
+        BOSUN_HOSTED_SANDBOX_RUNTIME_TOKEN: "hosted-runtime-token-value",
+        BOSUN_HOSTED_SANDBOX_SNAPSHOT: "bosun-runtime-1",
+        BOSUN_HOSTED_SANDBOX_IMAGE: "ghcr.io/bosun/runtime:1"
+      },
+      "BOSUN_HOSTED_SANDBOX_IMAGE: set it or BOSUN_HOSTED_SANDBOX_SNAPSHOT, not both"
+    ],
+    [
       "DATABASE_URL without a master key",
       { DATABASE_URL: "postgres://bosun@127.0.0.1:1/bosun" },
       "BOSUN_MASTER_KEY: required when DATABASE_URL is set"

@@ -2,11 +2,13 @@
  * The production server (`makeServerLive`, as `npm start` builds it) in a process of its own, with
  * production's workflow types and one more registered through the port: `test_echo`, which runs the CUSTOM runtime
  * profile its run's input names and publishes one row per attempt into `test_published` (the
- * test creates that table). `TEST_PUBLISH_DELAY_MS` holds the publish step open after its write,
+ * test creates that table); its sandbox is the provider the input's `sandbox_provider` names
+ * (EXTERNAL_RUNTIME by default). `TEST_PUBLISH_DELAY_MS` holds the publish step open after its write,
  * so a test can kill the process mid-publish. Everything else is configured by the environment,
  * as for the real server. For the durability and several-runner tests.
  */
 import type { WorkflowType } from "@bosun/actors/attempt/AttemptPorts"
+import type { SandboxProviderName } from "@bosun/actors/sandbox/SandboxProvider"
 import type { RunRequest } from "@bosun/domain"
 import { NodeRuntime } from "@effect/platform-node"
 import { Duration, Effect, Layer } from "effect"
@@ -36,7 +38,11 @@ const testEcho = (sql: SqlClient.SqlClient): WorkflowType => ({
         credential_mode: "INLINE",
         provider_credentials: {}
       } as unknown as RunRequest,
-      sandbox: { provider: "EXTERNAL_RUNTIME", instanceClass: "standard-2", egressTier: "STRICT" },
+      sandbox: {
+        provider: (run.inputSnapshot.sandbox_provider ?? "EXTERNAL_RUNTIME") as SandboxProviderName,
+        instanceClass: "standard-2",
+        egressTier: "STRICT"
+      },
       grants: [],
       model: "fake/model",
       provider: "fake"

@@ -72,6 +72,7 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
   },
   sseStreamDuration: Duration.seconds(55),
   metrics: Option.none(),
+  sandboxes: { platformContainer: Option.none(), hostedSandbox: Option.none() },
   tracing: Option.none(),
   cluster: {
     runnerAddress: { host: "127.0.0.1", port: 0 },
