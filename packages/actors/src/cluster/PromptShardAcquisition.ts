@@ -53,7 +53,9 @@ const retryMissing = (storage: RunnerStorage.RunnerStorage["Service"], settings:
       const now = Date.now()
       if (now - started >= windowMillis || (progressed !== undefined && now - progressed >= quietMillis)) break
       yield* Effect.sleep(settings.spacing)
-      const more = yield* storage.acquire(address, missing)
+      // A retry that fails must not lose the shards already locked: they are reported, and the
+      // missing ones are left to the next round as without this wrapper.
+      const more = yield* storage.acquire(address, missing).pipe(Effect.orElseSucceed((): Array<ShardId.ShardId> => []))
       if (more.length === 0) continue
       progressed = Date.now()
       acquired.push(...more)

@@ -13,6 +13,7 @@ import { PgClient } from "@effect/sql-pg"
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Duration, Effect, Fiber, Layer, Redacted } from "effect"
 import { RunnerAddress, RunnerStorage, ShardId, ShardingConfig, SqlRunnerStorage } from "effect/cluster"
+import { PersistenceError } from "effect/cluster/ClusterError"
 
 const config = ShardingConfig.layer({ shardLockExpiration: Duration.seconds(6) })
 
@@ -135,6 +136,38 @@ describe("prompt shard acquisition over Postgres advisory locks", () => {
       const started = Date.now()
       assert.deepStrictEqual(names(yield* runner.acquire(survivor, shards(9, 10))), ["default:10"])
       assert.isBelow(Date.now() - started, 1_000)
+    })
+  )
+
+  it.live("a retry that fails keeps the shards already taken: they are reported, the rest left to the next round", () =>
+    Effect.gen(function* () {
+      const asked: Array<ReadonlyArray<string>> = []
+      const failing = RunnerStorage.RunnerStorage.of({
+        ...(yield* RunnerStorage.makeMemory),
+        acquire: (_address, shardIds) => {
+          const wanted = Array.from(shardIds)
+          asked.push(wanted.map(String))
+          // The first ask gets shard 1; every later one loses its connection.
+          return asked.length === 1
+            ? Effect.succeed(wanted.filter((shardId) => shardId.id === 1))
+            : Effect.fail(new PersistenceError({ cause: new Error("connection reset") }))
+        }
+      })
+      const context = yield* Layer.build(
+        layerPromptShardAcquisition({
+          window: Duration.millis(500),
+          spacing: Duration.millis(25),
+          quiet: Duration.millis(100)
+        }).pipe(Layer.provide(Layer.succeed(RunnerStorage.RunnerStorage, failing)))
+      )
+      const acquired = yield* Context.get(context, RunnerStorage.RunnerStorage).acquire(survivor, shards(1, 2))
+      assert.deepStrictEqual(names(acquired), ["default:1"])
+      assert.isAtLeast(asked.length, 2, "it asked again")
+      assert.deepStrictEqual(
+        asked.slice(1),
+        asked.slice(1).map(() => ["default:2"]),
+        "only for the missing shard"
+      )
     })
   )
 })
