@@ -131,12 +131,21 @@ export const connectionProblem = (code: string | undefined): string | undefined 
   }
 }
 
-/** A URL as it may be printed: its password (and only that) replaced by `***`. */
+/**
+ * Query parameters a client takes a secret from: `?password=` (node-postgres, ioredis),
+ * `sslpassword`, tokens and keys. Their values are as secret as the URL's password.
+ */
+export const isSecretParameter = (name: string) => /pass|secret|token|key/i.test(name)
+
+/** A URL as it may be printed: its password and the values of secret query parameters replaced by `***`. */
 export const displayUrl = (url: string | URL): string => {
   const parsed = typeof url === "string" ? URL.parse(url) : url
   if (parsed === null) return "(an unparseable URL)"
   const copy = new URL(parsed.href)
   if (copy.password !== "") copy.password = "***"
+  for (const name of new Set(copy.searchParams.keys())) {
+    if (isSecretParameter(name)) copy.searchParams.set(name, "***")
+  }
   return copy.href
 }
 

@@ -8,7 +8,7 @@ import { Effect, Option, Redacted } from "effect"
 import { type AppSettings, appConfig } from "../config/AppConfig.ts"
 import { type InstanceSecretsShape, instanceSecretsOf, readSecretsFile } from "../config/InstanceSecrets.ts"
 import { describeStartupFailure } from "../config/StartupFailure.ts"
-import { CheckFailed, type CheckResult, displayUrl, failed, ok } from "./CheckResult.ts"
+import { CheckFailed, type CheckResult, displayUrl, failed, isSecretParameter, ok } from "./CheckResult.ts"
 
 export const CONFIGURATION = "Configuration"
 
@@ -72,16 +72,26 @@ export const checkConfiguration: Effect.Effect<{
 export const secretValues = ({ settings, instance }: DoctorSetup): ReadonlyArray<string> => {
   const urlPassword = (url: Redacted.Redacted<string>) => {
     const parsed = URL.parse(Redacted.value(url))
-    if (parsed === null || parsed.password === "") return []
+    if (parsed === null) return []
     // As written in the URL and as the client sends it; a stray `%` makes the decoded form moot.
     const decoded = Option.liftThrowable(decodeURIComponent)(parsed.password)
-    return [parsed.password, ...Option.toArray(decoded)]
+    const password = parsed.password === "" ? [] : [parsed.password, ...Option.toArray(decoded)]
+    const parameters = [...parsed.searchParams].flatMap(([name, value]) => (isSecretParameter(name) ? [value] : []))
+    return [...password, ...parameters]
   }
   const redacted = [
     settings.bootstrapToken,
     settings.composioApiKey,
     Option.flatMap(settings.s3, (s3) => s3.secretAccessKey),
-    Option.map(settings.runtime.external, (runtime) => runtime.token)
+    Option.map(settings.runtime.external, (runtime) => runtime.token),
+    Option.map(settings.sandboxes.platformContainer, (pc) => pc.provider.runtimeToken.value),
+    Option.map(settings.sandboxes.platformContainer, (pc) => pc.provider.proxySecretKey),
+    Option.map(settings.sandboxes.platformContainer, (pc) => pc.proxy.ca.privateKey),
+    Option.flatMap(settings.sandboxes.platformContainer, (pc) =>
+      pc.provider.kubernetes._tag === "Server" ? Option.some(pc.provider.kubernetes.token) : Option.none()
+    ),
+    Option.map(settings.sandboxes.hostedSandbox, (hosted) => hosted.apiKey),
+    Option.map(settings.sandboxes.hostedSandbox, (hosted) => hosted.runtimeToken)
   ].flatMap((value) => (Option.isSome(value) ? [Redacted.value(value.value)] : []))
   const keys = [settings.masterKey, Option.map(instance, (i) => i.masterKey)].flatMap((ring) =>
     Option.isSome(ring) ? [ring.value.key, ...ring.value.previous.values()].map(Redacted.value) : []

@@ -272,6 +272,28 @@ layer(DeploymentLive.pipe(Layer.provideMerge(Layer.mergeAll(TestDatabase.layer, 
   )
 
   it.effect(
+    "a password given as a query parameter of DATABASE_URL or REDIS_URL is hidden like one in the URL's userinfo",
+    () =>
+      Effect.gen(function* () {
+        const dbPort = yield* Effect.orDie(freePort)
+        const redisPort = yield* Effect.orDie(freePort)
+        const dbPassword = `doctor-query-db-${randomBytes(6).toString("hex")}`
+        const redisPassword = `doctor-query-redis-${randomBytes(6).toString("hex")}`
+        const run = yield* doctor({
+          DATABASE_URL: `postgres://bosun@127.0.0.1:${dbPort}/bosun?sslmode=disable&password=${dbPassword}`,
+          REDIS_URL: `redis://127.0.0.1:${redisPort}?password=${redisPassword}`
+        })
+        assert.strictEqual(run.code, 1)
+        assert.include(
+          run.line("Database"),
+          `cannot connect to postgres://bosun@127.0.0.1:${dbPort}/bosun?sslmode=disable&password=***:`
+        )
+        assert.include(run.line("Redis"), `cannot connect to redis://127.0.0.1:${redisPort}?password=***:`)
+        assertNoSecret(run, [dbPassword, redisPassword])
+      })
+  )
+
+  it.effect(
     "on the embedded default doctor starts no Postgres and creates nothing: a never-started and a stopped instance are reported",
     () =>
       Effect.gen(function* () {
