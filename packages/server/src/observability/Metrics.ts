@@ -6,7 +6,7 @@
  * refreshed from the queues and the database when `/metrics` is scraped (`MetricsServer.ts`):
  * every replica reports the same instance-wide values, which dashboards read with `max`.
  */
-import { Effect, Metric } from "effect"
+import { Duration, Effect, Metric } from "effect"
 import { WorkflowRunsRepo } from "../persistence/WorkflowRunsRepo.ts"
 import { QUEUE_NAMES, Queues } from "../storage/Queue.ts"
 import { BOSUN_VERSION } from "../Version.ts"
@@ -54,9 +54,13 @@ export const recordHttpRequest = (
 /** The provider an effect kind belongs to: its prefix (`github.pr_comment` → `github`). */
 export const providerOfKind = (kind: string) => kind.split(".")[0] ?? kind
 
+/** How long a scrape waits for one gauge source: a hung database or Redis must not take /metrics down with it. */
+const SOURCE_TIMEOUT = Duration.seconds(2)
+
 /**
- * Refreshes the gauges from their sources. A source that fails keeps its last values and is
- * logged; the scrape still answers with everything else.
+ * Refreshes the gauges from their sources. A source that fails or does not answer within
+ * `SOURCE_TIMEOUT` keeps its last values and is logged; the scrape still answers with everything
+ * else (the HTTP latency and failure series matter most exactly when the stores are in trouble).
  */
 export const refreshGauges = (role: string) =>
   Effect.gen(function* () {
@@ -67,6 +71,7 @@ export const refreshGauges = (role: string) =>
       QUEUE_NAMES,
       (queue) =>
         Effect.all([queues.depth(queue), queues.deadLetters.count(queue)], { concurrency: 2 }).pipe(
+          Effect.timeout(SOURCE_TIMEOUT),
           Effect.flatMap(([depth, dead]) =>
             Effect.all([
               Metric.update(Metric.withAttributes(queueDepth, { queue }), depth),
@@ -80,6 +85,7 @@ export const refreshGauges = (role: string) =>
       { concurrency: QUEUE_NAMES.length, discard: true }
     )
     yield* runs.countByStatus().pipe(
+      Effect.timeout(SOURCE_TIMEOUT),
       Effect.flatMap(updateRuns),
       Effect.catchCause((cause) => Effect.logWarning("metrics_runs_unreadable", cause))
     )
