@@ -111,7 +111,8 @@ export const openDatabase = Effect.fn("Doctor.openDatabase")(function* (setup: D
   )
   const sql = Context.get(context, SqlClient.SqlClient)
   const [row] = yield* sql<{ version: string }>`SELECT current_setting('server_version') AS version`.pipe(
-    Effect.mapError(connectFailure(shown, embedded))
+    Effect.mapError(connectFailure(shown, embedded)),
+    Effect.timeoutOrElse({ duration: CONNECT_TIMEOUT, orElse: () => Effect.fail(noAnswer(shown)) })
   )
   return {
     context,

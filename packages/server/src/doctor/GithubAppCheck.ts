@@ -4,11 +4,11 @@
  * and `GET /app` at `BOSUN_GITHUB_API_URL` must accept it. One line per App, named by its App id
  * and organization, so a rejected key points at the organization whose App to set again.
  */
-import { Effect } from "effect"
+import { Duration, Effect, Option } from "effect"
 import { type GithubAppSummary, GithubAppsRepo } from "../persistence/GithubAppsRepo.ts"
 import type { GitHubAppError } from "../providers/GitHubApp.ts"
 import { GitHubApp } from "../providers/GitHubApp.ts"
-import { CheckFailed, type CheckResult, PROBE_TIMEOUT, runCheck, skipped } from "./CheckResult.ts"
+import { CheckFailed, type CheckResult, failed, PROBE_TIMEOUT, runCheck, skipped } from "./CheckResult.ts"
 import { presentTables } from "./DatabaseCheck.ts"
 
 export const GITHUB_APPS = "GitHub Apps"
@@ -65,12 +65,29 @@ const roundTrip = Effect.fn("Doctor.githubApp")(function* (app: GithubAppSummary
 
 /** One line per registered App (or a skipped line when there is none), each within `PROBE_TIMEOUT`. */
 export const checkGithubApps = Effect.fn("Doctor.githubApps")(function* (apiUrl: URL) {
-  if (!(yield* presentTables(["github_apps"])).has("github_apps")) {
+  // The listing is bounded like every other check: a query queued behind a lock (a migration's
+  // ALTER TABLE waiting on a long transaction) must be a FAIL line, not a doctor that never prints.
+  const listed = yield* Effect.gen(function* () {
+    if (!(yield* presentTables(["github_apps"])).has("github_apps")) return Option.none()
+    return Option.some(yield* (yield* GithubAppsRepo).summaries)
+  }).pipe(Effect.timeoutOption(PROBE_TIMEOUT))
+  if (Option.isNone(listed)) {
+    return [
+      failed(
+        GITHUB_APPS,
+        new CheckFailed({
+          message: `the registered Apps could not be listed within ${Duration.toSeconds(PROBE_TIMEOUT)} s`,
+          fix: "the database answers too slowly: check its load and locks (pg_stat_activity)"
+        })
+      )
+    ] satisfies ReadonlyArray<CheckResult>
+  }
+  if (Option.isNone(listed.value)) {
     return [
       skipped(GITHUB_APPS, "the github_apps table does not exist yet (see the Migrations line)")
     ] satisfies ReadonlyArray<CheckResult>
   }
-  const apps = yield* (yield* GithubAppsRepo).summaries
+  const apps = listed.value.value
   if (apps.length === 0) {
     return [
       skipped(
