@@ -7,7 +7,7 @@
  */
 import { BosunApi, RunnerApi } from "@bosun/domain"
 import { Context, Effect, Layer, References, Scope, Tracer } from "effect"
-import { HttpRouter, HttpServer } from "effect/http"
+import { HttpRouter, HttpServer, UrlParams } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { LogOutput } from "../observability/JsonLogger.ts"
 import { RunStreamHub } from "../streams/RunStreamHub.ts"
@@ -104,6 +104,21 @@ const keepForRequests = Context.pick(
 )
 
 /**
+ * Query parameters whose values a request span must not carry to the trace backend: the OAuth
+ * callbacks' `code` and `state` (a code is exchanged for a user's token), and any token, secret or
+ * signature, besides Effect's defaults (cloud signatures). The span keeps the name with `REDACTED`.
+ */
+const REDACTED_QUERY_NAMES: ReadonlyArray<string | RegExp> = [
+  ...UrlParams.CurrentRedactedNames.defaultValue(),
+  "code",
+  "state",
+  /token/i,
+  /secret/i,
+  /signature/i,
+  /password/i
+]
+
+/**
  * Serves `routes` behind the request pipeline, like `HttpRouter.serve` without its logger (the
  * pipeline writes the access log) but with request fibers that start from `keepForRequests`
  * rather than from every service of the process.
@@ -114,7 +129,12 @@ export const serve = <A, E, R>(routes: Layer.Layer<A, E, R>) =>
       const app = yield* Layer.build(Layer.provideMerge(Layer.mergeAll(routes, RequestPipelineLayer), RouterLive))
       const server = yield* HttpServer.HttpServer
       const handler = Context.get(app, HttpRouter.HttpRouter).asHttpEffect()
-      yield* runIn(server.serve(handler), keepForRequests(yield* Effect.context<never>()))
+      const requestContext = Context.add(
+        keepForRequests(yield* Effect.context<never>()),
+        UrlParams.CurrentRedactedNames,
+        REDACTED_QUERY_NAMES
+      )
+      yield* runIn(server.serve(handler), requestContext)
       return app
     })
   )

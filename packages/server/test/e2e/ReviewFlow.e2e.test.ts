@@ -537,6 +537,25 @@ layer(Server, { excludeTestServices: true, timeout: Duration.minutes(5) })("pull
           assert.match(String(span.attributes["bosun.request_id"]), /^[0-9a-f]{16}-[0-9a-z]+$/)
           assert.strictEqual(span.attributes["http.request.method"], "POST")
         }
+
+        // An OAuth callback's code and state never reach the trace backend: the span keeps their names only.
+        const code = `oauth-code-${Date.now().toString(36)}`
+        const state = `oauth-state-${Date.now().toString(36)}`
+        yield* request(`/api/v1/auth/github/callback?code=${code}&state=${state}&installation_id=7`)
+        const callbacks = yield* eventually(
+          Effect.sync(() =>
+            collector
+              .spans()
+              .filter((span) => span.kind === 2 && span.attributes["url.path"] === "/api/v1/auth/github/callback")
+          ),
+          (found) => found.length >= 1,
+          Duration.seconds(20)
+        )
+        const callback = callbacks[0]
+        assert.strictEqual(callback?.attributes["url.query"], "code=REDACTED&state=REDACTED&installation_id=7")
+        const exported = JSON.stringify(collector.spans().map((span) => [span.name, span.attributes]))
+        assert.notInclude(exported, code)
+        assert.notInclude(exported, state)
       })
   )
 
