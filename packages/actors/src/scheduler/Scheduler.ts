@@ -11,7 +11,7 @@
  */
 import { Duration, Effect, Layer, Queue } from "effect"
 import { Singleton } from "effect/cluster"
-import { recordQueueWaits } from "../attempt/AttemptMetrics.ts"
+import { recordAttemptFailure, recordQueueWaits } from "../attempt/AttemptMetrics.ts"
 import { MigrationGate } from "../attempt/AttemptPorts.ts"
 import { RunAttemptWorkflow } from "../attempt/RunAttemptWorkflow.ts"
 import { keepSchedulerUp, SchedulerEntity, wakeScheduler } from "./SchedulerEntity.ts"
@@ -62,6 +62,9 @@ export const layerScheduler = (settings: SchedulerLayerSettings) =>
           const report = yield* runPass(settings)
           yield* recordQueueWaits(report.queueWaits)
           yield* Effect.forEach(report.expired, interrupt, { discard: true })
+          // An attempt whose worker died never reaches its own finish-attempt, where failures are
+          // counted: the pass that fails it for its lease counts it (a crash-looping runner shows).
+          yield* Effect.forEach(report.expired, () => recordAttemptFailure("lease", "lease_expired"), { discard: true })
           yield* Effect.forEach(report.toStart, start, { discard: true, concurrency: 16 })
           if (report.claimed > 0 || report.settled > 0 || report.expired.length > 0) {
             yield* Effect.logDebug("scheduler_pass").pipe(

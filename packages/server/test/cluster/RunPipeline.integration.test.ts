@@ -21,9 +21,11 @@ import {
 } from "@bosun/testing/RuntimeProcess"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Duration, Effect, Layer, Stream } from "effect"
+import { PrometheusMetrics } from "effect/observability"
 import { SqlClient } from "effect/sql"
 import { layerWorkflowTypes } from "../../src/cluster/WorkflowTypesLive.ts"
 import { BlobStore } from "../../src/storage/BlobStore.ts"
+import { parseExposition, sampleValue } from "../support/Prometheus.ts"
 import { layerTestCluster } from "../support/TestCluster.ts"
 
 const fixtures = makeFixtures()
@@ -405,6 +407,10 @@ describe("the run pipeline", () => {
     () =>
       Effect.gen(function* () {
         const { sql, organizationId } = yield* setup
+        const leaseFailures = Effect.map(PrometheusMetrics.format(), (text) =>
+          sampleValue(parseExposition(text), "bosun_attempt_failures_total", { step: "lease", cause: "lease_expired" })
+        )
+        const before = (yield* leaseFailures) ?? 0
         const queued = yield* echo(organizationId, "writer")
         // As if a worker had claimed it long ago and died without its workflow ever starting.
         yield* sql`UPDATE jobs SET status = 'RUNNING', attempt = 1, workflow_started = true WHERE run_id = ${queued.runId}`
@@ -417,6 +423,7 @@ describe("the run pipeline", () => {
           { attempt: 1, status: "FAILED", exit_reason: "lease_expired", retryable: true },
           { attempt: 2, status: "SUCCEEDED", exit_reason: "succeeded", retryable: false }
         ])
+        assert.strictEqual(yield* leaseFailures, before + 1, "the expired attempt is counted as an attempt failure")
       }).pipe(Effect.provide(cluster())),
     60_000
   )
