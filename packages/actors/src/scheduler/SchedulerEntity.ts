@@ -31,8 +31,16 @@ export const wakeScheduler = Effect.gen(function* () {
   Effect.withSpan("Scheduler.wake")
 )
 
-/** Brings the Scheduler up if it is not (`Keepalive`); a failure is only logged, the next one retries. */
+/**
+ * Brings the Scheduler up if it is not (`Keepalive`); a failure is only logged, the next one
+ * retries. Sent every 250 ms, so its spans are never sampled: the unsampled parent makes the RPC's
+ * client span and the entity's server span unsampled too, and no trace backend gets four
+ * traces a second of nothing.
+ */
 export const keepSchedulerUp = Effect.gen(function* () {
   const clientFor = yield* SchedulerEntity.client
   yield* clientFor(SCHEDULER_ID).Keepalive(undefined, { discard: true })
-}).pipe(Effect.catchCause((cause) => Effect.logDebug("scheduler_keepalive_failed", cause)))
+}).pipe(
+  Effect.catchCause((cause) => Effect.logDebug("scheduler_keepalive_failed", cause)),
+  Effect.withSpan("Scheduler.keepalive", { sampled: false })
+)

@@ -553,6 +553,13 @@ layer(Server, { excludeTestServices: true, timeout: Duration.minutes(5) })("pull
         )
         const callback = callbacks[0]
         assert.strictEqual(callback?.attributes["url.query"], "code=REDACTED&state=REDACTED&installation_id=7")
+        // The Scheduler's keepalive (every 250 ms) is never exported; its wake-ups are.
+        assert.deepStrictEqual(
+          collector.spans().filter((span) => /keepalive/i.test(span.name)),
+          [],
+          "no keepalive span reaches the backend"
+        )
+        assert.isAtLeast(collector.spans().filter((span) => span.name === "Scheduler.wake").length, 1)
         const exported = JSON.stringify(collector.spans().map((span) => [span.name, span.attributes]))
         assert.notInclude(exported, code)
         assert.notInclude(exported, state)
