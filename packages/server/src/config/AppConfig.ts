@@ -7,7 +7,7 @@
 import { fileURLToPath } from "node:url"
 import type { ClusterSettings } from "@bosun/actors/cluster/ActorsLive"
 import { Config, ConfigProvider, Context, Duration, Effect, Layer, Option, Redacted, Schema } from "effect"
-import { credentialedUrl } from "./ConfigChecks.ts"
+import { configProblem, credentialedUrl } from "./ConfigChecks.ts"
 import { type SandboxSettings, sandboxConfig } from "./SandboxConfig.ts"
 
 const MasterKeyPattern = /^[A-Za-z0-9+/]{43}=$/
@@ -396,25 +396,44 @@ export const appConfig: Config.Config<AppSettings> = Config.all({
   metricsHost: Config.option(Config.String("BOSUN_METRICS_HOST")),
   otlpEndpoint: Config.option(Config.URL("OTEL_EXPORTER_OTLP_ENDPOINT")),
   otlpTracesEndpoint: Config.option(Config.URL("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")),
-  otlpProtocol: Config.Literals(OTLP_PROTOCOLS, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL").pipe(
-    Config.orElse(() => Config.Literals(OTLP_PROTOCOLS, "OTEL_EXPORTER_OTLP_PROTOCOL")),
-    Config.withDefault("http/protobuf" as const)
-  ),
+  // Read as text and checked only when traces are exported: OTel sidecars and operators often set
+  // OTEL_EXPORTER_OTLP_PROTOCOL=grpc cluster-wide, which must not stop a server that exports nothing.
+  otlpTracesProtocol: Config.option(Config.String("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")),
+  otlpProtocol: Config.option(Config.String("OTEL_EXPORTER_OTLP_PROTOCOL")),
   serviceName: Config.NonEmptyString("OTEL_SERVICE_NAME").pipe(Config.withDefault("bosun"))
 }).pipe(
-  Config.map(
-    ({ baseUrl, metricsPort, metricsHost, otlpEndpoint, otlpTracesEndpoint, otlpProtocol, serviceName, ...rest }) => ({
-      ...rest,
-      baseUrl: Option.getOrElse(baseUrl, () => new URL(`http://${urlHost(rest.host)}:${rest.port}`)),
-      metrics: Option.map(metricsPort, (port) => ({ host: Option.getOrElse(metricsHost, () => rest.host), port })),
-      tracing: Option.map(
-        Option.orElse(otlpTracesEndpoint, () => otlpEndpoint),
-        () => ({
-          serviceName,
-          protocol: otlpProtocol
-        })
-      )
-    })
+  Config.mapEffect(
+    ({
+      baseUrl,
+      metricsPort,
+      metricsHost,
+      otlpEndpoint,
+      otlpTracesEndpoint,
+      otlpTracesProtocol,
+      otlpProtocol,
+      serviceName,
+      ...rest
+    }) => {
+      const settings = {
+        ...rest,
+        baseUrl: Option.getOrElse(baseUrl, () => new URL(`http://${urlHost(rest.host)}:${rest.port}`)),
+        metrics: Option.map(metricsPort, (port) => ({ host: Option.getOrElse(metricsHost, () => rest.host), port }))
+      }
+      if (Option.isNone(Option.orElse(otlpTracesEndpoint, () => otlpEndpoint))) {
+        return Effect.succeed({ ...settings, tracing: Option.none() })
+      }
+      const [name, value] = Option.isSome(otlpTracesProtocol)
+        ? ["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", otlpTracesProtocol.value]
+        : ["OTEL_EXPORTER_OTLP_PROTOCOL", Option.getOrElse(otlpProtocol, () => "http/protobuf")]
+      const protocol = OTLP_PROTOCOLS.find((known) => known === value)
+      return protocol === undefined
+        ? Effect.fail(
+            configProblem(
+              `${name}: must be http/protobuf or http/json when traces are exported (Bosun exports OTLP over HTTP, not ${value})`
+            )
+          )
+        : Effect.succeed({ ...settings, tracing: Option.some({ serviceName, protocol }) })
+    }
   )
 )
 

@@ -144,6 +144,11 @@ describe("start-up refusals", () => {
       "BOSUN_HOSTED_SANDBOX_IMAGE: set it or BOSUN_HOSTED_SANDBOX_SNAPSHOT, not both"
     ],
     [
+      "an OTLP protocol Bosun does not export with, when traces are exported",
+      { OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" },
+      "OTEL_EXPORTER_OTLP_PROTOCOL: must be http/protobuf or http/json when traces are exported (Bosun exports OTLP over HTTP, not grpc)"
+    ],
+    [
       "DATABASE_URL without a master key",
       { DATABASE_URL: "postgres://bosun@127.0.0.1:1/bosun" },
       "BOSUN_MASTER_KEY: required when DATABASE_URL is set"

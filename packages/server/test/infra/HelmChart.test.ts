@@ -442,6 +442,17 @@ describe.skipIf("missing" in helm)(
           )
           expect(Duration.toSeconds(settings.cluster.shardLockExpiration)).toBe(10)
           expect(Option.map(settings.tracing, ({ serviceName }) => serviceName)).toEqual(Option.some("bosun-acme"))
+          // The server reads the chart's PLATFORM_CONTAINER settings as the chart means them.
+          const platform = Option.getOrUndefined(settings.sandboxes.platformContainer)
+          expect(platform?.provider.namespace).toBe(SANDBOXES)
+          expect(platform?.provider.image).toBe(OPTIONS.platformContainer.image)
+          expect(platform?.provider.kubernetes).toEqual({ _tag: "InCluster" })
+          expect(platform?.provider.instanceClasses).toEqual(OPTIONS.platformContainer.instanceClasses)
+          expect(platform?.provider.proxyAddress).toEqual({ host: POD_IP, port: 3128 })
+          expect(platform?.proxy.host).toBe("0.0.0.0")
+          expect(platform?.proxy.port).toBe(3128)
+          expect(platform?.proxy.tiers).toEqual(OPTIONS.platformContainer.proxy.tiers)
+          expect(Option.isNone(settings.sandboxes.hostedSandbox)).toBe(true)
         })
     )
 
