@@ -38,7 +38,9 @@ export interface PromptAcquisitionSettings {
 const retryMissing = (storage: RunnerStorage.RunnerStorage["Service"], settings: PromptAcquisitionSettings) => {
   const windowMillis = Duration.toMillis(settings.window)
   const quietMillis = Duration.toMillis(settings.quiet)
-  return Effect.fn("RunnerStorage.acquire")(function* (
+  // Untraced, as the SQL storage's own calls are: the acquisition loop runs every second on every
+  // runner, and a span per round would be a trace a second of nothing.
+  return Effect.fnUntraced(function* (
     address: Parameters<typeof storage.acquire>[0],
     shardIds: Iterable<ShardId.ShardId>
   ) {
