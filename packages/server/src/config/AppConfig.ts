@@ -6,7 +6,7 @@
 
 import { fileURLToPath } from "node:url"
 import type { ClusterSettings } from "@bosun/actors/cluster/ActorsLive"
-import { Config, ConfigProvider, Context, Duration, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { Config, Context, Duration, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { configProblem, credentialedUrl } from "./ConfigChecks.ts"
 import { type SandboxSettings, sandboxConfig } from "./SandboxConfig.ts"
 
@@ -204,10 +204,8 @@ const masterKeyConfig: Config.Config<Option.Option<MasterKeySettings>> = Config.
           }))
         )
       : Effect.fail(
-          new Config.ConfigError(
-            new ConfigProvider.SourceError({
-              message: `BOSUN_PREVIOUS_MASTER_KEYS: version ${clash} is not below the active BOSUN_MASTER_KEY_VERSION ${active}; every previous key must have a lower version`
-            })
+          configProblem(
+            `BOSUN_PREVIOUS_MASTER_KEYS: version ${clash} is not below the active BOSUN_MASTER_KEY_VERSION ${active}; every previous key must have a lower version`
           )
         )
   })
@@ -239,12 +237,10 @@ const runtimeConfig = Config.all({
       return Effect.succeed({ external: Option.none(), embeddedPort, reviewAgentProfile })
     }
     return Effect.fail(
-      new Config.ConfigError(
-        new ConfigProvider.SourceError({
-          message: Option.isSome(url)
-            ? "BOSUN_RUNTIME_TOKEN: required when BOSUN_RUNTIME_URL is set (the token the runtime was started with)"
-            : "BOSUN_RUNTIME_URL: required when BOSUN_RUNTIME_TOKEN is set (where the external runtime listens)"
-        })
+      configProblem(
+        Option.isSome(url)
+          ? "BOSUN_RUNTIME_TOKEN: required when BOSUN_RUNTIME_URL is set (the token the runtime was started with)"
+          : "BOSUN_RUNTIME_URL: required when BOSUN_RUNTIME_TOKEN is set (where the external runtime listens)"
       )
     )
   })

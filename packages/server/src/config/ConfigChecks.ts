@@ -1,7 +1,7 @@
 /**
  * Checks shared by the start-up configuration modules (`AppConfig`, `SandboxConfig`): each fails
- * with a `ConfigError` whose message names the variable and says what is expected — never the
- * value, which may be a secret.
+ * with a `ConfigError` whose message names the variable and says what is expected — never a
+ * value that may be a secret.
  */
 import { Config, ConfigProvider, Effect } from "effect"
 

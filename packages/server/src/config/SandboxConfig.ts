@@ -5,7 +5,8 @@
  * - PLATFORM_CONTAINER is on when `BOSUN_PLATFORM_CONTAINER_NAMESPACE` is set: a Pod per attempt
  *   in that namespace, made through the Kubernetes API (the pod's own service account, or
  *   `BOSUN_KUBERNETES_API_URL` with `BOSUN_KUBERNETES_TOKEN` from outside the cluster), its only
- *   way out Bosun's credential-injection egress proxy, which this process then runs.
+ *   way out Bosun's credential-injection egress proxy, which every runner then runs (an API-only
+ *   process reads these settings but starts neither provider: `cluster/AttemptPortsLive.ts`).
  * - HOSTED_SANDBOX is on when `BOSUN_HOSTED_SANDBOX_API_URL` is set.
  *
  * A provider that is switched on but misses a setting it cannot run without stops start-up with
