@@ -8,6 +8,7 @@
  * configured credentials and a successful discovery.
  */
 import { Schema } from "effect"
+import { isCredentialedUrl } from "./CredentialedUrl.ts"
 import { AgentCatalog } from "./runtime/Protocol.ts"
 
 export const ConnectionScope = Schema.Literals(["ORGANIZATION", "REPOSITORY"])
@@ -76,12 +77,62 @@ export const ApiKeyUpdate = Schema.Struct({
   api_key: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(4096))
 })
 
+const URL_EXPECTED =
+  "must be an https:// URL (plain http:// only on a loopback host), without spaces or control characters"
+
+/**
+ * Where the agent sends a provider's key: https, or plain http only on a loopback host. The text
+ * is checked as given, not as the URL parser would clean it up (it drops tabs and line breaks),
+ * because the agent receives the text. Which addresses a hostname may reach is the sandbox's
+ * egress rules' business, not this check's.
+ */
+export const ProviderBaseUrl = Schema.String.check(
+  Schema.makeFilter((text: string) => {
+    const url = text.length <= 2048 && /^[\x21-\x7e]+$/.test(text) && URL.canParse(text) ? new URL(text) : undefined
+    return url !== undefined && isCredentialedUrl(url) ? undefined : URL_EXPECTED
+  })
+)
+
+/** RFC 9110 `token`: a header name. */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$/
+/** RFC 9110 `field-value` without folding: visible characters, spaces and tabs, no CR, LF or NUL. */
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]{0,8192}$/
+
+/**
+ * Headers the agent adds to each request to the provider. A value may be a secret: failures name
+ * the header, never its value; a name that is not a token is refused without repeating it.
+ */
+export const ProviderHeaders = Schema.Record(Schema.String, Schema.String).check(
+  Schema.makeFilter((headers: Readonly<Record<string, string>>) => {
+    const names = Object.keys(headers)
+    if (names.some((name) => !HEADER_NAME.test(name))) {
+      return "header names must be HTTP tokens (letters, digits and !#$%&'*+-.^_`|~)"
+    }
+    return names
+      .filter((name) => !HEADER_VALUE.test(headers[name] ?? ""))
+      .map((name) => ({ path: [name], issue: "must be an HTTP header value: no CR, LF or other control characters" }))
+  })
+)
+
+/**
+ * One provider's entry of an import: the auth.json fields pass through (the agent's adapter
+ * checks them), but `base_url` and `headers`, which decide where and how the key is sent, are
+ * checked here.
+ */
+export const AgentImportProvider = Schema.StructWithRest(
+  Schema.Struct({
+    base_url: Schema.optionalKey(ProviderBaseUrl),
+    headers: Schema.optionalKey(ProviderHeaders)
+  }),
+  [Schema.Record(Schema.String, Schema.Unknown)]
+)
+
 /** An OpenCode `auth.json`-shaped object under `auth`; other top-level sections are excluded. */
 export const AgentImport = Schema.StructWithRest(
   Schema.Struct({
     auth: Schema.Record(
       Schema.String.check(Schema.isPattern(/^[a-z0-9][a-z0-9._-]{0,127}$/)),
-      Schema.Record(Schema.String, Schema.Unknown)
+      AgentImportProvider
     ).check(Schema.makeFilter((auth) => (Object.keys(auth).length > 0 ? undefined : "must name at least one provider")))
   }),
   [Schema.Record(Schema.String, Schema.Unknown)]

@@ -76,6 +76,8 @@ export const ErrorCodes = {
   invalidHeaders: "invalid_header",
   invalidBody: "invalid_body",
   payloadTooLarge: "payload_too_large",
+  /** A body that is not declared JSON (no or another `Content-Type`) on a JSON route (415). */
+  unsupportedMediaType: "unsupported_media_type",
   internal: "internal_error",
   migrationsPending: "migrations_pending",
   databaseUnavailable: "database_unavailable",
@@ -123,6 +125,15 @@ export const ErrorCodes = {
   providerUnavailable: "provider_unavailable",
   /** The Linear workspace is connected to another organization (409). */
   linearWorkspaceTaken: "linear_workspace_taken",
+  /** Linear refused the access token (400). */
+  linearTokenInvalid: "linear_token_invalid",
+  /**
+   * The access token is not of the Linear workspace named (400): the same answer whether that
+   * workspace exists, is connected elsewhere or not, so nobody learns which ids are taken.
+   */
+  linearWorkspaceMismatch: "linear_workspace_mismatch",
+  /** Linear could not be reached or failed (502). */
+  linearUnavailable: "linear_unavailable",
   /** The Slack workspace is connected to another organization (409). */
   slackWorkspaceTaken: "slack_workspace_taken",
   /** Slack refused the bot token (400). */

@@ -4,6 +4,7 @@
  * signing secret and the API token are write-only: sealed on arrival, never returned.
  */
 import { Schema } from "effect"
+import { HeaderSafeText } from "./HeaderSafe.ts"
 
 const Text = (max: number) => Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(max))
 
@@ -22,8 +23,12 @@ export const LinearConnectionSettings = Schema.Struct({
   linear_organization_id: Text(128),
   /** The signing secret of the workspace's webhook pointing at `/api/v1/linear/webhooks`. */
   webhook_secret: Text(1024),
-  /** A Linear API key or OAuth access token Bosun comments and moves issues with. */
-  access_token: Schema.optional(Text(4096)),
+  /**
+   * A Linear API key or OAuth access token Bosun comments and moves issues with. Required: Linear's
+   * answer to it (`organization { id }`) is what proves the workspace is the connecting
+   * organization's.
+   */
+  access_token: HeaderSafeText(4096),
   /**
    * For an OAuth access token that expires: what renews it. Bosun refreshes it at Linear's token
    * endpoint shortly before it expires (or when Linear refuses it), one refresh per organization
@@ -34,13 +39,7 @@ export const LinearConnectionSettings = Schema.Struct({
   app_user_id: Schema.optional(Text(128)),
   /** That user's name as mentions write it (`@bosun`). */
   app_user_name: Schema.optional(Text(128))
-}).check(
-  Schema.makeFilter((settings) =>
-    settings.oauth !== undefined && settings.access_token === undefined
-      ? "oauth needs the access_token it renews"
-      : undefined
-  )
-)
+})
 export type LinearConnectionSettings = typeof LinearConnectionSettings.Type
 
 export const LinearConnection = Schema.Struct({

@@ -6,12 +6,13 @@
  * sealed on arrival, never returned.
  */
 import { Schema } from "effect"
+import { HeaderSafeText } from "./HeaderSafe.ts"
 
 const Text = (max: number) => Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(max))
 
 export const SlackConnectionSettings = Schema.Struct({
   /** The app's bot token (`xoxb-...`), which Bosun posts and reads threads with. */
-  bot_token: Text(1024),
+  bot_token: HeaderSafeText(1024),
   /** The app's signing secret, which verifies `X-Slack-Signature` on `/api/v1/slack/events`. */
   signing_secret: Text(1024)
 })

@@ -6,7 +6,8 @@
  *   secret gives `{access_token, token_type, scope}`, anything else `{error:
  *   "bad_verification_code", ...}` with status 200, as GitHub does;
  * - `GET /api/v3/user`, `GET /api/v3/user/installations`, `GET /api/v3/user/memberships/orgs/:org`
- *   for a token it issued; 401 `Bad credentials` otherwise;
+ *   for a token it issued; 401 `Bad credentials` otherwise; `GET /api/v3/users/:username`, the
+ *   public profile of an installation's account or a known user, without credentials;
  * - as the App (a JWT signed RS256 with a registered App's private key, checked against its public
  *   key, `iss` the App id, unexpired): `GET /api/v3/repos/:owner/:repo/installation` (404 where
  *   the App is not installed), `POST /api/v3/app/installations/:id/access_tokens` (an
@@ -1455,6 +1456,24 @@ export class FakeGithub extends Context.Service<
             })
           }
 
+          // Public profiles, no credentials needed: the accounts of installations and of users who signed in.
+          const profile = /^\/api\/v3\/users\/([^/]+)$/.exec(url.pathname)
+          if (method === "GET" && profile !== null) {
+            const wanted = decodeURIComponent(profile[1] ?? "").toLowerCase()
+            const known = [
+              ...[...installations.values()].map((installation) => installation.account),
+              ...[...codes.values()].map(({ user }) => ({ id: user.id, login: user.login, type: "User" })),
+              ...[...tokens.values()].map((user) => ({ id: user.id, login: user.login, type: "User" }))
+            ].find((account) => account.login.toLowerCase() === wanted)
+            if (known === undefined) return json(404, { message: "Not Found" })
+            return json(200, {
+              login: known.login,
+              id: known.id,
+              node_id: Buffer.from(`${known.type}:${known.id}`).toString("base64"),
+              type: known.type,
+              site_admin: false
+            })
+          }
           const user = tokens.get((req.headers.authorization ?? "").replace(/^(token|bearer) /i, ""))
           if (user === undefined) return json(401, { message: "Bad credentials" })
           if (method === "GET" && url.pathname === "/api/v3/user") {

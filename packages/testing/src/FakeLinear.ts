@@ -10,7 +10,8 @@
  *   ("Entity already exists" when that id is taken, "Entity not found" for an unknown issue);
  * - `comments(filter:)`: by `filter.id` and `filter.issue.id` (`eq` or `in`), oldest first, one page;
  * - `issueUpdate(id, input: {stateId?, assigneeId?, title?, description?})`;
- * - `comment(id)`, `issue(id)` (or its identifier), `workflowState(id)`, `viewer`.
+ * - `comment(id)`, `issue(id)` (or its identifier), `workflowState(id)`, `viewer`, and
+ *   `organization` (`{id, name, urlKey}` of the workspace the token was given for).
  * Answers hold every field the SDK's fragments for those types select that its models read, as
  * Linear answers them (lists empty, unset links null); refusals are GraphQL errors with status 200
  * and `extensions.type` `invalid input` (the SDK's `InvalidInputLinearError`). Tests script
@@ -186,6 +187,9 @@ interface IssueRecord {
 
 const DEFAULT_VIEWER: FakeLinearUser = { id: "fake-viewer", name: "Fake Viewer", displayName: "fake" }
 
+/** The workspace of a token given without one. */
+export const FAKE_LINEAR_WORKSPACE = "fake-workspace"
+
 export class FakeLinear extends Context.Service<
   FakeLinear,
   {
@@ -193,13 +197,17 @@ export class FakeLinear extends Context.Service<
     readonly url: string
     /** `${url}/graphql`. */
     readonly apiUrl: string
-    /** Accepts `token` as an API key (`Authorization: <token>`) or OAuth token (`Bearer <token>`). */
-    readonly addToken: (token: string) => void
-    /** Lets `clientId`/`clientSecret` spend `refreshToken` once at `/oauth/token`. */
+    /**
+     * Accepts `token` as an API key (`Authorization: <token>`) or OAuth token (`Bearer <token>`),
+     * a credential of `workspace` (`FAKE_LINEAR_WORKSPACE` when not given).
+     */
+    readonly addToken: (token: string, workspace?: string) => void
+    /** Lets `clientId`/`clientSecret` spend `refreshToken` once at `/oauth/token`, for tokens of `workspace`. */
     readonly addRefreshToken: (grant: {
       readonly clientId: string
       readonly clientSecret: string
       readonly refreshToken: string
+      readonly workspace?: string
     }) => void
     /** Stops accepting the access token (revoked before its expiry). */
     readonly revokeToken: (token: string) => void
@@ -232,8 +240,12 @@ export class FakeLinear extends Context.Service<
     FakeLinear,
     Effect.acquireRelease(
       Effect.promise(async () => {
-        const tokens = new Set<string>()
-        const refreshTokens = new Map<string, { readonly clientId: string; readonly clientSecret: string }>()
+        // token -> the workspace it is a credential of
+        const tokens = new Map<string, string>()
+        const refreshTokens = new Map<
+          string,
+          { readonly clientId: string; readonly clientSecret: string; readonly workspace: string }
+        >()
         const tokenRequests: Array<FakeLinearTokenRequest> = []
         let tokenDelay = 0
         const issues = new Map<string, IssueRecord>()
@@ -443,10 +455,18 @@ export class FakeLinear extends Context.Service<
         })
 
         /** Carries out an authenticated operation. */
-        const perform = (rootField: string, args: string, variables: { readonly [key: string]: unknown }) => {
+        const perform = (
+          rootField: string,
+          args: string,
+          variables: { readonly [key: string]: unknown },
+          workspace: string
+        ) => {
           const arg = (name: string) => argumentOf(args, name, variables)
 
           if (rootField === "viewer") return data({ viewer: userData(viewer) })
+          if (rootField === "organization") {
+            return data({ organization: { id: workspace, name: `Workspace ${workspace}`, urlKey: workspace } })
+          }
 
           if (rootField === "issue") {
             const id = arg("id")
@@ -555,7 +575,7 @@ export class FakeLinear extends Context.Service<
             body: {
               errors: [
                 graphqlError(
-                  `Cannot query field "${rootField}" on type "Query" (the fake Linear answers commentCreate, comment, comments, issueUpdate, issue, workflowState and viewer).`,
+                  `Cannot query field "${rootField}" on type "Query" (the fake Linear answers commentCreate, comment, comments, issueUpdate, issue, workflowState, viewer and organization).`,
                   "graphql error",
                   "GRAPHQL_VALIDATION_FAILED"
                 )
@@ -604,7 +624,7 @@ export class FakeLinear extends Context.Service<
             refreshTokens.delete(spent)
             const accessToken = `lin_oauth_${randomUUID().replaceAll("-", "")}`
             const refreshToken = `lin_refresh_${randomUUID().replaceAll("-", "")}`
-            tokens.add(accessToken)
+            tokens.set(accessToken, grant.workspace)
             refreshTokens.set(refreshToken, grant)
             return oauthAnswer(
               200,
@@ -682,7 +702,7 @@ export class FakeLinear extends Context.Service<
               }
             })
           }
-          return answer(perform(rootField, args, variables))
+          return answer(perform(rootField, args, variables, tokens.get(token) ?? FAKE_LINEAR_WORKSPACE))
         })
         await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
         const { port } = server.address() as AddressInfo
@@ -692,11 +712,15 @@ export class FakeLinear extends Context.Service<
           service: FakeLinear.of({
             url,
             apiUrl: `${url}/graphql`,
-            addToken: (token) => {
-              tokens.add(token.replace(/^bearer\s+/i, ""))
+            addToken: (token, workspace = FAKE_LINEAR_WORKSPACE) => {
+              tokens.set(token.replace(/^bearer\s+/i, ""), workspace)
             },
             addRefreshToken: (grant) => {
-              refreshTokens.set(grant.refreshToken, { clientId: grant.clientId, clientSecret: grant.clientSecret })
+              refreshTokens.set(grant.refreshToken, {
+                clientId: grant.clientId,
+                clientSecret: grant.clientSecret,
+                workspace: grant.workspace ?? FAKE_LINEAR_WORKSPACE
+              })
             },
             revokeToken: (token) => {
               tokens.delete(token)

@@ -10,7 +10,7 @@
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { BadRequest, Conflict, Forbidden, NotFound, Unauthorized } from "../ApiError.ts"
+import { BadGateway, BadRequest, Conflict, Forbidden, NotFound, Unauthorized } from "../ApiError.ts"
 import { PathId } from "../Ids.ts"
 import { LinearConnection, LinearConnectionSettings } from "../LinearConnection.ts"
 import { SessionAuth } from "./Auth.ts"
@@ -26,7 +26,7 @@ export class LinearApi extends HttpApiGroup.make("linear")
       params: { organization_id: PathId },
       payload: LinearConnectionSettings,
       success: Schema.Struct({ data: LinearConnection }),
-      error: [NotFound, Forbidden, BadRequest, Conflict]
+      error: [NotFound, Forbidden, BadRequest, Conflict, BadGateway]
     }),
     HttpApiEndpoint.delete("disconnect", "/organizations/:organization_id/linear-connection", {
       params: { organization_id: PathId },

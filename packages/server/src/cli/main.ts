@@ -15,6 +15,7 @@ import { describeStartupFailure } from "../config/StartupFailure.ts"
 import { layerJsonLogger } from "../observability/JsonLogger.ts"
 import { DatabaseCliLive } from "../persistence/Database.ts"
 import { Migrator } from "../persistence/Migrator.ts"
+import { GitHubAccounts } from "../providers/GitHubAccounts.ts"
 import { SlackChat } from "../providers/SlackChat.ts"
 import { appServices } from "../Server.ts"
 import { CacheAndQueuesLive } from "../storage/StorageLive.ts"
@@ -60,7 +61,7 @@ const users = Command.make("users").pipe(
 
 const organizations = Command.make("organizations").pipe(
   Command.withDescription("Organizations"),
-  Command.withSubcommands([link.pipe(Command.provide(services(false)))])
+  Command.withSubcommands([link.pipe(Command.provide(GitHubAccounts.layer.pipe(Layer.provideMerge(services(false)))))])
 )
 
 const agentConnection = Command.make("agent-connection").pipe(

@@ -96,11 +96,11 @@ export interface AppSettings {
   /** The body limit of the webhook routes (GitHub sends up to 25 MB). */
   readonly webhookMaxBodyBytes: number
   /**
-   * How long a server keeps the opened webhook secrets of the GitHub Apps it verified deliveries
-   * with; a delivery the cached ones do not verify (or place) reads them again at once.
+   * How long a server keeps the opened webhook secrets of the GitHub Apps; they are read at most
+   * once in that time, whatever arrives, so forged deliveries cannot make it query and unseal.
    */
   readonly webhookSecretCacheTtl: Duration.Duration
-  /** A Linear delivery whose `Linear-Timestamp` is further than this from now is refused. */
+  /** A Linear delivery sent (its signed `webhookTimestamp`) further than this from now is refused. */
   readonly linearWebhookMaxAge: Duration.Duration
   readonly redisUrl: Option.Option<Redacted.Redacted<string>>
   readonly s3: Option.Option<S3Settings>

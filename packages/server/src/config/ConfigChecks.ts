@@ -3,14 +3,11 @@
  * with a `ConfigError` whose message names the variable and says what is expected — never a
  * value that may be a secret.
  */
+import { isCredentialedUrl } from "@bosun/domain"
 import { Config, ConfigProvider, Effect } from "effect"
 
 /** A configuration error naming the variable; `StartupFailure` prints it as one line. */
 export const configProblem = (message: string) => new Config.ConfigError(new ConfigProvider.SourceError({ message }))
-
-/** Loopback hosts, where plain http cannot leave the machine. */
-const isLoopbackHost = (hostname: string) =>
-  hostname === "localhost" || hostname === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname)
 
 /**
  * An outside API that receives a credential: https, or plain http only on a loopback host (a
@@ -18,6 +15,6 @@ const isLoopbackHost = (hostname: string) =>
  * sent in the clear on every request.
  */
 export const credentialedUrl = (name: string) => (url: URL) =>
-  url.protocol === "https:" || (url.protocol === "http:" && isLoopbackHost(url.hostname))
+  isCredentialedUrl(url)
     ? Effect.succeed(url)
     : Effect.fail(configProblem(`${name}: must be an https:// URL (plain http:// only on a loopback host)`))

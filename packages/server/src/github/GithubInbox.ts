@@ -5,8 +5,9 @@
  * twice; the delivery row then records that it was processed, or why it was ignored.
  *
  * - `installation` created / new_permissions_accepted / unsuspend: the organization is linked to
- *   the installation's account (unless it mirrors another already) and the listed repositories
- *   appear, available; deleted / suspend: every repository of the organization becomes unavailable.
+ *   the installation's account when it is the account the operator set it up for (its id, else
+ *   its login; `bosun organizations link`), and the listed repositories appear, available; any
+ *   other account is refused with a warn line and changes nothing; deleted / suspend: every repository of the organization becomes unavailable.
  * - `installation_repositories`: added ones appear (available), removed ones become unavailable.
  * - `pull_request`: the pull request's row follows it (title, author, OPEN / CLOSED / MERGED); a
  *   repository the organization does not have yet is recorded from the payload first. Opened,
@@ -298,6 +299,28 @@ export const makeGithubInboxHandler = Effect.gen(function* () {
       return count
     })
 
+  /**
+   * Links the organization to the installation's account when it is the one the operator set the
+   * organization up for; otherwise changes nothing, says why in one warn line with both logins,
+   * and answers the reason the delivery is ignored (null when linked).
+   */
+  const linkInstallation = (org: string, account: { readonly id: number; readonly login: string }) =>
+    Effect.gen(function* () {
+      const link = yield* organizations.linkGithubAccount(org, account)
+      if (link.linked) return null
+      yield* Effect.logWarning("github_installation_link_refused").pipe(
+        Effect.annotateLogs({
+          org_id: org,
+          expected_login: link.expectedLogin,
+          installation_login: account.login,
+          installation_account_id: account.id
+        })
+      )
+      return link.expectedLogin === null
+        ? `the organization is not set up for a GitHub account (bosun organizations link), so ${account.login} cannot link it`
+        : `the organization is set up for the GitHub account ${link.expectedLogin}, not ${account.login}`
+    })
+
   const installation = (delivery: GithubDelivery) =>
     Schema.decodeUnknownEffect(InstallationEvent)(delivery.payload).pipe(
       Effect.flatMap(
@@ -307,9 +330,8 @@ export const makeGithubInboxHandler = Effect.gen(function* () {
             case "created":
             case "new_permissions_accepted":
             case "unsuspend": {
-              const linked = yield* organizations.linkGithubAccount(org, event.installation.account)
-              if (!linked)
-                return `the organization mirrors another GitHub account than ${event.installation.account.login}`
+              const refused = yield* linkInstallation(org, event.installation.account)
+              if (refused !== null) return refused
               yield* addRepositories(org, event.repositories ?? [])
               return null
             }
@@ -330,8 +352,8 @@ export const makeGithubInboxHandler = Effect.gen(function* () {
       Effect.flatMap(
         Effect.fnUntraced(function* (event): Effect.fn.Return<Outcome> {
           const org = delivery.organizationId
-          const linked = yield* organizations.linkGithubAccount(org, event.installation.account)
-          if (!linked) return `the organization mirrors another GitHub account than ${event.installation.account.login}`
+          const refused = yield* linkInstallation(org, event.installation.account)
+          if (refused !== null) return refused
           yield* addRepositories(org, event.repositories_added)
           yield* repositories.setAvailable(
             org,

@@ -3,7 +3,9 @@
  *
  * - `GET /api/v1/auth/github/login[?organization_id=]` picks the App (the organization's, or
  *   the only one configured), and redirects to GitHub with a random `state` that is also kept,
- *   with the organization, in the HttpOnly cookie `bosun_oauth_state` for 10 minutes.
+ *   with the organization, in the HttpOnly cookie `bosun_oauth_state` for 10 minutes. An
+ *   `organization_id` that names no organization with an App — missing, or without one — is
+ *   answered as if it were absent, so the answer does not tell which organizations exist.
  * - `GET /api/v1/auth/github/callback?code&state` needs that cookie with the same state
  *   (compared in constant time), exchanges the code, reads the user and the App's installations
  *   the user reaches, and records the user with a membership in every Bosun organization that
@@ -68,7 +70,11 @@ export const AuthHttp = group(
       .handle("githubLogin", ({ query }) =>
         Effect.gen(function* () {
           const configured = yield* apps.configuredOrganizations
-          const organizationId = query.organization_id ?? (configured.length === 1 ? configured[0] : undefined)
+          const named =
+            query.organization_id !== undefined && configured.includes(query.organization_id)
+              ? query.organization_id
+              : undefined
+          const organizationId = named ?? (configured.length === 1 ? configured[0] : undefined)
           if (configured.length === 0) {
             return yield* ServiceUnavailable.fromCode(
               ErrorCodes.githubAppUnconfigured,
@@ -85,7 +91,7 @@ export const AuthHttp = group(
           if (Option.isNone(app)) {
             return yield* ServiceUnavailable.fromCode(
               ErrorCodes.githubAppUnconfigured,
-              "This organization has no GitHub App configured"
+              "No GitHub App is configured yet (PUT /api/v1/organizations/{organization_id}/github-app)"
             )
           }
           const state = randomBytes(32).toString("base64url")

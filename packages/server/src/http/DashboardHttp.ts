@@ -6,12 +6,16 @@
  * `/assets/` are cached for a year, `index.html` never. Under `/api/` nothing falls back to the
  * app: an unknown API path stays the 404 envelope, as does any path that is neither a file nor
  * a page request. When the dashboard was not built a page request says how to build it.
+ * Every response it answers carries `DashboardPolicy.ts`'s security headers; the policy's hashes
+ * of `index.html`'s inline script come from the file as it is on disk, re-read whenever its
+ * modification time or size changes, so a rebuild under a running server never breaks the policy.
  */
 import * as path from "node:path"
 import { ErrorCodes } from "@bosun/domain"
-import { Effect, FileSystem, Layer } from "effect"
+import { Effect, FileSystem, Layer, Option, Ref } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerRespondable, HttpServerResponse, HttpStaticServer } from "effect/http"
 import { AppConfig } from "../config/AppConfig.ts"
+import { contentSecurityPolicy, dashboardSecurityHeaders } from "./DashboardPolicy.ts"
 import { errorResponse } from "./RequestPipeline.ts"
 
 const IMMUTABLE = "public, max-age=31536000, immutable"
@@ -34,6 +38,30 @@ export const DashboardRoute = Layer.effectDiscard(
     const built = yield* fs.exists(path.join(dashboardDir, "index.html")).pipe(Effect.orElseSucceed(() => false))
     const files = built ? yield* HttpStaticServer.make({ root: dashboardDir, spa: true }) : undefined
 
+    const indexPath = path.join(dashboardDir, "index.html")
+    const withoutInlineCode = dashboardSecurityHeaders(contentSecurityPolicy(undefined))
+    // The headers for the `index.html` last read, keyed by its modification time and size.
+    const current = yield* Ref.make({ version: "", headers: withoutInlineCode })
+    const readHeaders = (version: string) =>
+      fs.readFileString(indexPath).pipe(
+        Effect.map((html) => ({ version, headers: dashboardSecurityHeaders(contentSecurityPolicy(html)) })),
+        Effect.tap((read) => Ref.set(current, read)),
+        Effect.map((read) => read.headers)
+      )
+    // One stat per response; `index.html` is read again only after it changed. While a rebuild
+    // has it missing, the headers last read stand.
+    const securityHeaders = built
+      ? fs.stat(indexPath).pipe(
+          Effect.flatMap((info) => {
+            const version = `${Option.getOrUndefined(info.mtime)?.getTime() ?? ""}:${info.size}`
+            return Effect.flatMap(Ref.get(current), (last) =>
+              last.version === version ? Effect.succeed(last.headers) : readHeaders(version)
+            )
+          }),
+          Effect.catch(() => Effect.map(Ref.get(current), (last) => last.headers))
+        )
+      : Effect.succeed(withoutInlineCode)
+
     const handle = Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       const pathname = request.url.split("?")[0] ?? "/"
@@ -50,6 +78,9 @@ export const DashboardRoute = Layer.effectDiscard(
     }).pipe(
       Effect.catch((error) =>
         error.reason._tag === "RouteNotFound" ? Effect.succeed(routeNotFound) : HttpServerRespondable.toResponse(error)
+      ),
+      Effect.flatMap((response) =>
+        Effect.map(securityHeaders, (headers) => HttpServerResponse.setHeaders(response, headers))
       )
     )
     yield* router.add("GET", "/*", handle)

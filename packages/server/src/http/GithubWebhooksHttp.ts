@@ -8,14 +8,15 @@
  *   `@octokit/webhooks-methods` against the sealed webhook secret of each organization whose App
  *   has the id in `X-GitHub-Hook-Installation-Target-ID` (of every configured App when the header
  *   is absent). Missing or matching none: 401, nothing written. The opened secrets are kept for
- *   `BOSUN_WEBHOOK_SECRET_CACHE_TTL` (5 s), sparing each delivery a query and an unseal; whenever
- *   the kept ones do not verify a delivery or do not name its organization exactly, they are read
- *   again first, so a changed secret or a newly linked account applies at once. Only a replaced
- *   secret's old value keeps verifying, on servers that still hold it, for at most that long.
+ *   `BOSUN_WEBHOOK_SECRET_CACHE_TTL` (5 s) and read at most once in that time, whatever arrives
+ *   (`GithubAppsRepo`): a forged delivery costs its HMACs, never a query or an unseal.
  * - The organization: of the Apps whose secret matched, the one whose organization mirrors the
- *   payload's GitHub account (installation account, repository owner, organization), else one not
- *   yet linked to any account (an `installation` event links it). A delivery for an account no
- *   organization here mirrors is acknowledged with `accepted: false` and not recorded.
+ *   payload's GitHub account (installation account, repository owner, organization) by id, else
+ *   one whose id is not known yet but whose operator-given login is the account's (compared
+ *   case-insensitively; an `installation` event then records the id). An organization nobody set
+ *   up for an account takes no delivery, so no installation on another account can claim it. A
+ *   delivery for an account no organization here mirrors is acknowledged with `accepted: false`,
+ *   not recorded, and an `installation` one logged at warn with the logins the Apps expect.
  * - `X-GitHub-Delivery` and `X-GitHub-Event` are required (400 naming the header); the body must
  *   be a JSON object (400). The body limit is `BOSUN_WEBHOOK_MAX_BODY_BYTES` (25 MB; 413 above).
  * - The delivery row and, for an event Bosun handles, its `bosun-inbox` outbox row are written in
@@ -26,15 +27,14 @@
  */
 import { ErrorCodes } from "@bosun/domain"
 import { verify } from "@octokit/webhooks-methods"
-import { Cache, Effect, Exit, Layer, Option, Redacted, Result, Schema } from "effect"
+import { Effect, Layer, Option, Redacted, Result, Schema } from "effect"
 import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { SqlClient } from "effect/sql"
-import { AppConfig } from "../config/AppConfig.ts"
 import { GithubAppsRepo, type WebhookSecretCandidate } from "../persistence/GithubAppsRepo.ts"
 import { GithubDeliveriesRepo } from "../persistence/GithubDeliveriesRepo.ts"
 import { Outbox } from "../storage/Outbox.ts"
 import { errorResponse } from "./RequestPipeline.ts"
-import { readWebhookBody } from "./WebhookBody.ts"
+import { readWebhookBody, refuseBadPayload } from "./WebhookBody.ts"
 
 export const GITHUB_WEBHOOK_PATH = "/api/v1/github/webhooks"
 
@@ -69,11 +69,24 @@ const idAt = (value: unknown, ...path: ReadonlyArray<string>): number | undefine
   return typeof current === "number" && Number.isSafeInteger(current) ? current : undefined
 }
 
+interface Account {
+  readonly id: number
+  readonly login: string
+}
+
+const accountAt = (payload: Record<string, unknown>, ...path: ReadonlyArray<string>): Account | undefined => {
+  const id = idAt(payload, ...path, "id")
+  let holder: unknown = payload
+  for (const key of path) holder = isObject(holder) ? holder[key] : undefined
+  const login = isObject(holder) ? holder.login : undefined
+  return id === undefined || typeof login !== "string" ? undefined : { id, login }
+}
+
 /** The GitHub account a delivery concerns, as far as its payload says. */
 const accountOf = (payload: Record<string, unknown>) =>
-  idAt(payload, "installation", "account", "id") ??
-  idAt(payload, "repository", "owner", "id") ??
-  idAt(payload, "organization", "id")
+  accountAt(payload, "installation", "account") ??
+  accountAt(payload, "repository", "owner") ??
+  accountAt(payload, "organization")
 
 const decodePayload = Schema.decodeUnknownOption(Schema.fromJsonString(Schema.Record(Schema.String, Schema.Unknown)))
 
@@ -84,33 +97,27 @@ export const GithubWebhooksRoute = Layer.unwrap(
     const outbox = yield* Outbox
     const sql = yield* SqlClient.SqlClient
 
-    const { webhookSecretCacheTtl } = yield* AppConfig
-    // Keyed by the App id of the target header, 0 when it is absent (every App).
-    const secretsOf = yield* Cache.makeWith(
-      (appId: number) => apps.webhookSecrets(appId === 0 ? Option.none() : Option.some(appId)).pipe(Effect.orDie),
-      { capacity: 1024, timeToLive: (exit) => (Exit.isSuccess(exit) ? webhookSecretCacheTtl : 0) }
-    )
-
-    const matching = (candidates: ReadonlyArray<WebhookSecretCandidate>, body: string, signature: string) =>
-      Effect.filter(candidates, (candidate) =>
-        Effect.promise(() => verify(Redacted.value(candidate.webhookSecret), body, signature).catch(() => false))
+    const verifying = (appId: number, body: string, signature: string) =>
+      Effect.flatMap(apps.webhookSecrets(appId === 0 ? Option.none() : Option.some(appId)).pipe(Effect.orDie), (all) =>
+        Effect.filter(all, (candidate) =>
+          Effect.promise(() => verify(Redacted.value(candidate.webhookSecret), body, signature).catch(() => false))
+        )
       )
 
-    /** The candidates that verify the delivery: the kept ones, else (or when `fresh`) read again. */
-    const verifying = (appId: number, body: string, signature: string, fresh: boolean) =>
-      Effect.gen(function* () {
-        if (!fresh) {
-          const kept = yield* matching(yield* Cache.get(secretsOf, appId), body, signature)
-          if (kept.length > 0) return { verified: kept, fresh: false }
-        }
-        yield* Cache.refresh(secretsOf, appId)
-        return { verified: yield* matching(yield* Cache.get(secretsOf, appId), body, signature), fresh: true }
-      })
-
-    /** Of the verified Apps, the one whose organization mirrors `account`, else one not yet linked. */
-    const ownerOf = (verified: ReadonlyArray<WebhookSecretCandidate>, account: number | undefined) =>
-      verified.find((candidate) => account !== undefined && candidate.githubAccountId === account) ??
-      verified.find((candidate) => candidate.githubAccountId === null)
+    /**
+     * Of the verified Apps, the one whose organization mirrors `account` by id, else one whose
+     * account id is not known yet and whose operator-given login is the account's.
+     */
+    const ownerOf = (verified: ReadonlyArray<WebhookSecretCandidate>, account: Account | undefined) =>
+      account === undefined
+        ? undefined
+        : (verified.find((candidate) => candidate.githubAccountId === account.id) ??
+          verified.find(
+            (candidate) =>
+              candidate.githubAccountId === null &&
+              candidate.githubLogin !== null &&
+              candidate.githubLogin.toLowerCase() === account.login.toLowerCase()
+          ))
 
     const handle = (request: HttpServerRequest.HttpServerRequest) =>
       Effect.gen(function* () {
@@ -124,8 +131,8 @@ export const GithubWebhooksRoute = Layer.unwrap(
         const body = read.success
         const target = Number(headers["x-github-hook-installation-target-id"])
         const appId = Number.isSafeInteger(target) && target > 0 ? target : 0
-        const checked = body.length === 0 ? undefined : yield* verifying(appId, body, signature, false)
-        if (checked === undefined || checked.verified.length === 0) {
+        const verified = body.length === 0 ? [] : yield* verifying(appId, body, signature)
+        if (verified.length === 0) {
           return errorResponse(401, ErrorCodes.unauthorized, "The signature does not match any configured GitHub App")
         }
         const deliveryId = headers["x-github-delivery"]
@@ -144,18 +151,28 @@ export const GithubWebhooksRoute = Layer.unwrap(
             "The X-GitHub-Event header is required (1..64 characters)"
           )
         }
+        const bad = refuseBadPayload(body)
+        if (bad !== undefined) return bad
         const decoded = decodePayload(body)
         if (Option.isNone(decoded)) {
           return errorResponse(400, ErrorCodes.invalidBody, "The body must be a JSON object")
         }
         const payload = decoded.value
         const account = accountOf(payload)
-        const placed = ownerOf(checked.verified, account)
-        const owner =
-          checked.fresh || (placed !== undefined && placed.githubAccountId === account)
-            ? placed
-            : ownerOf((yield* verifying(appId, body, signature, true)).verified, account)
-        if (owner === undefined) return accepted({ accepted: false, duplicate: false })
+        const owner = ownerOf(verified, account)
+        if (owner === undefined) {
+          if (event === "installation" || event === "installation_repositories") {
+            yield* Effect.logWarning("github_installation_link_refused").pipe(
+              Effect.annotateLogs({
+                delivery_id: deliveryId,
+                installation_login: account?.login ?? null,
+                installation_account_id: account?.id ?? null,
+                expected_logins: verified.map((candidate) => candidate.githubLogin ?? "(none set)").join(", ")
+              })
+            )
+          }
+          return accepted({ accepted: false, duplicate: false })
+        }
         const handled = HANDLED_GITHUB_EVENTS.has(event)
         const action = typeof payload.action === "string" ? payload.action : null
         const fresh = yield* outbox

@@ -1,13 +1,19 @@
 /**
  * `GET/PUT/DELETE .../linear-connection` (issue 9: connecting Linear through an endpoint Bosun
- * defines; README "Linear"). Connecting and disconnecting need ADMIN and are audited without the
- * secrets, which are sealed on arrival and never returned; a workspace already connected to
- * another organization is a 409 (one workspace's deliveries must have one owner).
+ * defines; README "Linear"). Connecting proves the workspace is the caller's: Linear is asked
+ * which workspace the access token belongs to (`organization { id }`), as Slack's connection asks
+ * `auth.test`. A token Linear refuses is a 400 `linear_token_invalid`; a token of another
+ * workspace than `linear_organization_id` a 400 `linear_workspace_mismatch` — the same answer
+ * whether that id is unknown or connected elsewhere, so ids cannot be probed; Linear unreachable
+ * a 502. Only a proven owner learns that its workspace is connected to another organization (409:
+ * one workspace's deliveries must have one owner). Connecting and disconnecting need ADMIN and
+ * are audited without the secrets, which are sealed on arrival and never returned.
  */
-import { BosunApi, Conflict, CurrentUser, ErrorCodes, NotFound } from "@bosun/domain"
+import { BadGateway, BadRequest, BosunApi, Conflict, CurrentUser, ErrorCodes, NotFound } from "@bosun/domain"
 import { Effect, Option, Redacted } from "effect"
 import { AuditLog } from "../persistence/AuditLog.ts"
 import { LinearConnectionsRepo } from "../persistence/LinearConnectionsRepo.ts"
+import { LinearTracker } from "../providers/LinearTracker.ts"
 import { group } from "./ApiGroup.ts"
 import { OrgAccess } from "./OrgAccess.ts"
 
@@ -18,6 +24,7 @@ export const LinearHttp = group(
     const access = yield* OrgAccess
     const connections = yield* LinearConnectionsRepo
     const audit = yield* AuditLog
+    const linear = yield* LinearTracker
     const actorOf = Effect.map(CurrentUser, (user) => ({ kind: "user" as const, userId: user.userId }))
     return handlers
       .handle("getConnection", ({ params }) =>
@@ -34,12 +41,34 @@ export const LinearHttp = group(
         Effect.gen(function* () {
           yield* access.require(params.organization_id, "ADMIN")
           const actor = yield* actorOf
+          const accessToken = Redacted.make(payload.access_token)
+          const workspace = yield* linear
+            .workspaceOf(accessToken)
+            .pipe(
+              Effect.mapError((error) =>
+                error.reason === "Refused"
+                  ? BadRequest.fromCode(
+                      ErrorCodes.linearTokenInvalid,
+                      `Linear refused the access token (${error.message.replace(/^Linear organization: /, "")})`
+                    )
+                  : BadGateway.fromCode(
+                      ErrorCodes.linearUnavailable,
+                      `Linear could not verify the access token: ${error.message}`
+                    )
+              )
+            )
+          if (workspace.id !== payload.linear_organization_id) {
+            return yield* BadRequest.fromCode(
+              ErrorCodes.linearWorkspaceMismatch,
+              "The access token does not belong to the Linear workspace linear_organization_id names"
+            )
+          }
           const saved = yield* audit.audited(
             connections
               .upsert(params.organization_id, {
                 linearOrganizationId: payload.linear_organization_id,
                 webhookSecret: Redacted.make(payload.webhook_secret),
-                accessToken: Option.map(Option.fromUndefinedOr(payload.access_token), Redacted.make),
+                accessToken: Option.some(accessToken),
                 appUserId: payload.app_user_id ?? null,
                 appUserName: payload.app_user_name ?? null,
                 oauth: Option.map(Option.fromUndefinedOr(payload.oauth), (grant) => ({

@@ -8,8 +8,11 @@
  *   (Linear's workspace id); `Linear-Signature` must be the hex HMAC-SHA256 of the raw body under
  *   that connection's sealed webhook secret, compared in constant time. Unknown workspace or no
  *   match: 401, nothing written.
- * - `Linear-Timestamp` is the send time in Unix milliseconds (Linear's `webhookTimestamp`); one
- *   further than `BOSUN_LINEAR_WEBHOOK_MAX_AGE` (60 s) from now is refused as a replay: 401.
+ * - Freshness, as Linear advises: the body's `webhookTimestamp` (Unix milliseconds) is covered by
+ *   the signature, so it is what proves when Linear sent the delivery; one missing, or further than
+ *   `BOSUN_LINEAR_WEBHOOK_MAX_AGE` (60 s) from now, is refused as a replay: 401, nothing written.
+ *   The unsigned `Linear-Timestamp` header is required and checked the same way, but proves
+ *   nothing alone: anyone resending a captured delivery can set it (and a new `Linear-Delivery`).
  * - The delivery row and, for an event the inbox handles (Issue, Comment), its `bosun-inbox`
  *   outbox row are written in one transaction. A delivery id already recorded answers
  *   `duplicate: true` and writes nothing; other events are recorded as ignored.
@@ -29,7 +32,7 @@ import { LinearDeliveriesRepo } from "../persistence/LinearDeliveriesRepo.ts"
 import { Outbox } from "../storage/Outbox.ts"
 import { group } from "./ApiGroup.ts"
 import { errorResponse } from "./RequestPipeline.ts"
-import { readWebhookBody } from "./WebhookBody.ts"
+import { readWebhookBody, refuseBadPayload } from "./WebhookBody.ts"
 
 /** The outbox kind of a Linear delivery for the inbox consumer. */
 export const LINEAR_DELIVERY_KIND = "linear.delivery"
@@ -106,11 +109,17 @@ export const LinearWebhooksHttp = group(
         ) {
           return refused("The signature does not match the webhook secret of a connected Linear workspace")
         }
-        if (Math.abs(Date.now() - timestamp) > maxAgeMs) {
+        const signedAt = payload.webhookTimestamp
+        if (typeof signedAt !== "number" || !Number.isFinite(signedAt)) {
+          return refused("The delivery has no webhookTimestamp, so it cannot be told from a replay")
+        }
+        if (Math.abs(Date.now() - signedAt) > maxAgeMs || Math.abs(Date.now() - timestamp) > maxAgeMs) {
           return refused(
-            `The delivery's Linear-Timestamp is more than ${Duration.format(linearWebhookMaxAge)} from now (a replay or a stale retry)`
+            `The delivery was sent more than ${Duration.format(linearWebhookMaxAge)} from now (a replay or a stale retry)`
           )
         }
+        const bad = refuseBadPayload(body)
+        if (bad !== undefined) return bad
         const organizationId = target.value.organizationId
         const handled = HANDLED_LINEAR_EVENTS.has(event)
         const fresh = yield* outbox

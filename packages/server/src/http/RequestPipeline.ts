@@ -279,7 +279,14 @@ export const RequestPipelineLayer = HttpRouter.middleware(
             if (context.orgId !== undefined) fields.org_id = context.orgId
             if (context.userId !== undefined) fields.user_id = context.userId
             output.write("info", "http_request", fields)
-            return Effect.succeed(HttpServerResponse.setHeader(outcome.response, "X-Request-ID", requestId))
+            // No answer is to be sniffed into another type or framed; the dashboard adds its policy.
+            return Effect.succeed(
+              HttpServerResponse.setHeaders(outcome.response, {
+                "X-Request-ID": requestId,
+                "X-Content-Type-Options": "nosniff",
+                "X-Frame-Options": "DENY"
+              })
+            )
           })
 
         // Postgres cannot store a NUL character: refuse it in the URL before it reaches a query.

@@ -36,7 +36,7 @@ import { Outbox } from "../storage/Outbox.ts"
 import { PLAN_BUTTON_ACTIONS } from "../work/WorkItemReplies.ts"
 import { group } from "./ApiGroup.ts"
 import { errorResponse } from "./RequestPipeline.ts"
-import { readWebhookBody } from "./WebhookBody.ts"
+import { readWebhookBody, refuseBadPayload } from "./WebhookBody.ts"
 
 /** The outbox kind of a Slack delivery for the inbox consumer. */
 export const SLACK_DELIVERY_KIND = "slack.delivery"
@@ -177,6 +177,8 @@ export const SlackEventsHttp = group(
         const target = yield* signer(text(payload.team_id, 64), signed.success)
         if (Option.isNone(target)) return notSigned
         if (!fresh) return stale
+        const bad = refuseBadPayload(body)
+        if (bad !== undefined) return bad
         const acknowledged = (duplicate: boolean) =>
           HttpServerResponse.jsonUnsafe({ data: { accepted: true, duplicate } }, { status: 202 })
         if (payload.type !== "event_callback") return acknowledged(false)
@@ -238,6 +240,8 @@ export const SlackEventsHttp = group(
         const target = yield* signer(text(objectOf(payload.team)?.id, 64), signed.success)
         if (Option.isNone(target)) return notSigned
         if (!signed.success.fresh) return stale
+        const bad = field === null ? undefined : refuseBadPayload(field)
+        if (bad !== undefined) return bad
         const acknowledged = (accepted: boolean, duplicate: boolean) =>
           HttpServerResponse.jsonUnsafe({ data: { accepted, duplicate } })
         if (payload.type !== SLACK_BLOCK_ACTIONS) return acknowledged(false, false)

@@ -7,16 +7,21 @@
  * the submitted value, which may be a credential. A response that fails to encode is our bug:
  * it stays a 500 and is reported as a defect.
  *
- * A JSON body holding the escape `\u0000` is refused as 400 `invalid_body` before any handler
- * runs: Postgres `text` and `jsonb` cannot hold NUL, so such a value could never be stored, and
- * without this check it would end as a 500 from the database (or a half-done write).
+ * Before any handler runs, the body of an endpoint that takes JSON is checked whatever its
+ * `Content-Type` (`JsonText`): a NUL character or a lone surrogate in a string, or nesting deeper
+ * than `API_BODY_MAX_DEPTH`, is a 400 `invalid_body` (Postgres could not store such a value, and
+ * without this check it would end as a 500). A body sent without `Content-Type` is a 415 (the
+ * decoder would read it as JSON). Webhook routes read their raw bodies themselves and check them
+ * after their signature.
  */
 import { BadRequest, ErrorCodes, RequestValidation } from "@bosun/domain"
 import { Effect, Layer } from "effect"
-import { HttpServerRequest } from "effect/http"
-import { HttpApiError } from "effect/http-api"
+import { HttpMethod, HttpServerRequest } from "effect/http"
+import { type HttpApiEndpoint, HttpApiError } from "effect/http-api"
 import type { unhandled } from "effect/Types"
 import { issueLines } from "../SchemaIssues.ts"
+import { API_BODY_MAX_DEPTH, describeJsonTextProblem, jsonTextProblem } from "./JsonText.ts"
+import { errorResponse, isWebhookPath } from "./RequestPipeline.ts"
 
 const slots = {
   Params: { code: ErrorCodes.invalidParams, noun: "path parameter" },
@@ -35,36 +40,44 @@ export const describeSchemaError = (error: HttpApiError.HttpApiSchemaError): Bad
   return BadRequest.fromCode(slot.code, parts.length > 0 ? `Invalid ${parts.join("; ")}` : `Invalid ${slot.noun}`)
 }
 
-/** `\u0000` as an escape, not preceded by an escaping backslash (`\\u0000` is text, not NUL). */
-const NUL_ESCAPE = /(?<!\\)(?:\\\\)*\\u0000/
-
-/** Whether a JSON text holds a NUL character in some string. */
-export const holdsNul = (json: string): boolean => NUL_ESCAPE.test(json)
-
-const nulRefused = BadRequest.fromCode(
-  ErrorCodes.invalidBody,
-  "Invalid body: a string holds a NUL character (\\u0000), which Bosun cannot store"
+const unsupportedMediaType = errorResponse(
+  415,
+  ErrorCodes.unsupportedMediaType,
+  "The request body must be JSON (Content-Type: application/json)"
 )
 
-/** Refuses a JSON body with a NUL; an unreadable body is left to the decoder's own 400. */
-const refuseNul = Effect.gen(function* () {
+/**
+ * The check of a JSON endpoint's body: a 415 response for a body without `Content-Type`, a
+ * `BadRequest` for bad JSON text, else nothing. An unreadable body is left to the decoder's own 400.
+ */
+const checkJsonBody = Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest
-  if (!(request.headers["content-type"] ?? "").toLowerCase().includes("json")) return
+  if (!HttpMethod.hasBody(request.method) || isWebhookPath(request.url)) return undefined
   const text = yield* Effect.orElseSucceed(request.text, () => "")
-  if (holdsNul(text)) return yield* nulRefused
+  if (text === "") return undefined
+  if (request.headers["content-type"] === undefined) return unsupportedMediaType
+  const problem = jsonTextProblem(text, API_BODY_MAX_DEPTH)
+  if (problem === undefined) return undefined
+  return yield* BadRequest.fromCode(
+    ErrorCodes.invalidBody,
+    `Invalid body: ${describeJsonTextProblem(problem, API_BODY_MAX_DEPTH)}`
+  )
 })
 
-export const RequestValidationLayer = Layer.succeed(RequestValidation)((httpEffect) =>
-  Effect.andThen(
-    refuseNul,
-    Effect.catch(
-      httpEffect,
-      (error): Effect.Effect<never, BadRequest | unhandled> =>
-        HttpApiError.HttpApiSchemaError.is(error)
-          ? error.kind === "Body" || error.kind === "ResponseHeaders"
-            ? Effect.die(error)
-            : Effect.fail(describeSchemaError(error))
-          : Effect.fail(error)
-    )
+/** Whether the endpoint decodes a JSON body (decided once per endpoint, when its route is built). */
+const takesJson = (endpoint: HttpApiEndpoint.Top) => endpoint.payload.has("application/json")
+
+export const RequestValidationLayer = Layer.succeed(RequestValidation)((httpEffect, { endpoint }) => {
+  const validated = Effect.catch(
+    httpEffect,
+    (error): Effect.Effect<never, BadRequest | unhandled> =>
+      HttpApiError.HttpApiSchemaError.is(error)
+        ? error.kind === "Body" || error.kind === "ResponseHeaders"
+          ? Effect.die(error)
+          : Effect.fail(describeSchemaError(error))
+        : Effect.fail(error)
   )
-)
+  return takesJson(endpoint)
+    ? Effect.flatMap(checkJsonBody, (refused) => (refused === undefined ? validated : Effect.succeed(refused)))
+    : validated
+})

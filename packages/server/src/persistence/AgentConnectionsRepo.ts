@@ -5,7 +5,9 @@
  * opens it, changes it, seals it again, raises the version and queues a discovery, all in the
  * caller's transaction under a row lock. Reads return fingerprints and versions, never plaintext;
  * only the catalog_discovery workflow opens the credentials (`credentials`), to hand them to the
- * agent CLI in its sandbox. Every query filters by the organization.
+ * agent CLI in its sandbox. Every query filters by the organization. A fingerprint is a random
+ * label of one written version, not derived from the credentials: it cannot confirm a guessed key,
+ * and master-key rotation has nothing to re-derive.
  *
  * A discovery is a row plus a run of workflow_type catalog_discovery (one per scope at a time:
  * the runs of a scope share a session key, so they run in order). The row records QUEUED at
@@ -15,10 +17,9 @@
  * discovery has not succeeded, the last successful catalog stays on show; `ready` needs the
  * newest discovery — the one for the current credentials — to have succeeded.
  */
-import { createHash, randomUUID } from "node:crypto"
+import { randomBytes, randomUUID } from "node:crypto"
 import { enqueueRun } from "@bosun/actors/jobs/RunQueue"
 import type { AgentConnection, CatalogOutput } from "@bosun/domain"
-import { canonicalJson } from "@bosun/domain"
 import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { Secrets } from "../crypto/Secrets.ts"
@@ -31,9 +32,12 @@ const decodeCredentials = Schema.decodeUnknownEffect(Schema.fromJsonString(Crede
 
 const place = (rowId: string) => ({ table: "agent_connections", column: "auth", rowId })
 
-/** Names a credential set without revealing it: the first 16 hex digits of its SHA-256. */
-export const fingerprintOf = (credentials: ProviderCredentials) =>
-  `sha256:${createHash("sha256").update(canonicalJson(credentials)).digest("hex").slice(0, 16)}`
+/**
+ * Names one written version of a scope's credentials: 64 random bits. A hash of the credentials,
+ * even truncated, would let anyone who reads it test a guessed key offline; a label only says
+ * which write a discovery or an audit event is about (equal credentials written twice differ).
+ */
+const newFingerprint = () => `fp:${randomBytes(8).toString("hex")}`
 
 interface ScopeRow {
   readonly id: string
@@ -228,7 +232,7 @@ export class AgentConnectionsRepo extends Context.Service<
         })
         const next = change(current)
         const sealed = yield* secrets.seal(JSON.stringify(next), place(id))
-        const fingerprint = fingerprintOf(next)
+        const fingerprint = newFingerprint()
         const providers = Object.keys(next).sort()
         const version = Option.match(existing, { onNone: () => 1, onSome: (row) => row.auth_version + 1 })
         yield* sql`

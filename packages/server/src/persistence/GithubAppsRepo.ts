@@ -2,9 +2,16 @@
  * The GitHub App configuration of each organization (spec: Bootstrap-token endpoints,
  * Authentication 5). The three credentials are sealed here, bound to their row, and opened only
  * for the provider client that signs GitHub requests; they are never returned by the API.
+ *
+ * The webhook secrets are kept open for `BOSUN_WEBHOOK_SECRET_CACHE_TTL` because every delivery,
+ * signed or forged, needs them: a read is one query and an unseal per App, and unauthenticated
+ * senders must not be able to make the server do that at will. So they are read at most once per
+ * TTL (one read at a time, concurrent callers share it); an App configured through this process
+ * applies at once, one configured through another server within the TTL.
  */
-import { Context, Effect, Layer, Option, type Redacted } from "effect"
+import { Clock, Context, Duration, Effect, Exit, Layer, Option, type Redacted, Semaphore } from "effect"
 import { SqlClient } from "effect/sql"
+import { AppConfig } from "../config/AppConfig.ts"
 import { Secrets, type SecretsError } from "../crypto/Secrets.ts"
 
 export interface GithubAppCredentials {
@@ -27,8 +34,10 @@ export interface GithubAppSummary {
 
 export interface WebhookSecretCandidate {
   readonly organizationId: string
-  /** The GitHub account the organization mirrors; null until an installation links it. */
+  /** The GitHub account the organization mirrors; null until its id is known. */
   readonly githubAccountId: number | null
+  /** The login of that account, as the operator or GitHub gave it; null when nobody set one. */
+  readonly githubLogin: string | null
   readonly webhookSecret: Redacted.Redacted<string>
 }
 
@@ -47,6 +56,7 @@ export class GithubAppsRepo extends Context.Service<
     /**
      * The webhook secrets a delivery may be signed with: of the Apps with this GitHub App id (of
      * every App when the delivery does not say), with the GitHub account each organization mirrors.
+     * Kept for the secret cache TTL (see the module header).
      */
     readonly webhookSecrets: (
       githubAppId: Option.Option<number>
@@ -58,6 +68,12 @@ export class GithubAppsRepo extends Context.Service<
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const secrets = yield* Secrets
+      // Keyed by the App id, 0 for every App. Each entry is one shared read (`Effect.cached`).
+      const ttl = Duration.toMillis((yield* AppConfig).webhookSecretCacheTtl)
+      const kept = new Map<
+        number,
+        { readonly at: number; readonly read: Effect.Effect<ReadonlyArray<WebhookSecretCandidate>, SecretsError> }
+      >()
 
       const upsert = Effect.fn("GithubAppsRepo.upsert")(function* (organizationId: string, app: GithubAppCredentials) {
         const clientSecret = yield* secrets.seal(app.clientSecret, place(organizationId, "client_secret"))
@@ -72,6 +88,7 @@ export class GithubAppsRepo extends Context.Service<
             github_app_id = excluded.github_app_id, slug = excluded.slug, client_id = excluded.client_id,
             client_secret = excluded.client_secret, private_key = excluded.private_key,
             webhook_secret = excluded.webhook_secret, updated_at = now()`.pipe(Effect.orDie)
+        kept.clear()
       })
 
       const find = Effect.fn("GithubAppsRepo.find")(function* (organizationId: string) {
@@ -125,13 +142,16 @@ export class GithubAppsRepo extends Context.Service<
         Effect.withSpan("GithubAppsRepo.summaries")
       )
 
-      const webhookSecrets = Effect.fn("GithubAppsRepo.webhookSecrets")(function* (githubAppId: Option.Option<number>) {
+      const readWebhookSecrets = Effect.fn("GithubAppsRepo.readWebhookSecrets")(function* (
+        githubAppId: Option.Option<number>
+      ) {
         const rows = yield* sql<{
           organization_id: string
           github_account_id: string | null
+          login: string | null
           webhook_secret: Uint8Array
         }>`
-          SELECT a.organization_id, o.github_account_id::text AS github_account_id, a.webhook_secret
+          SELECT a.organization_id, o.github_account_id::text AS github_account_id, o.login, a.webhook_secret
           FROM github_apps a JOIN organizations o ON o.id = a.organization_id
           ${Option.isSome(githubAppId) ? sql`WHERE a.github_app_id = ${githubAppId.value}` : sql``}
           ORDER BY a.organization_id`.pipe(Effect.orDie)
@@ -141,11 +161,36 @@ export class GithubAppsRepo extends Context.Service<
             (webhookSecret): WebhookSecretCandidate => ({
               organizationId: row.organization_id,
               githubAccountId: row.github_account_id === null ? null : Number(row.github_account_id),
+              githubLogin: row.login,
               webhookSecret
             })
           )
         )
       })
+
+      // Deciding whether to read and recording the read is one step under this lock: fibers that
+      // find the entry stale together must share one read, not start one each.
+      const deciding = yield* Semaphore.make(1)
+      const webhookSecrets = (githubAppId: Option.Option<number>) =>
+        Effect.gen(function* () {
+          const key = Option.getOrElse(githubAppId, () => 0)
+          const entry = yield* deciding.withPermits(1)(
+            Effect.gen(function* () {
+              const now = yield* Clock.currentTimeMillis
+              const found = kept.get(key)
+              if (found !== undefined && now - found.at < ttl) return found
+              const fresh = { at: now, read: yield* Effect.cached(readWebhookSecrets(githubAppId)) }
+              kept.set(key, fresh)
+              return fresh
+            })
+          )
+          // A failed read is not kept: the next delivery tries again.
+          return yield* Effect.onExit(entry.read, (exit) =>
+            Effect.sync(() => {
+              if (Exit.isFailure(exit) && kept.get(key) === entry) kept.delete(key)
+            })
+          )
+        })
 
       return GithubAppsRepo.of({ upsert, find, slug, configuredOrganizations, summaries, webhookSecrets })
     })

@@ -75,6 +75,13 @@ export class LinearTracker extends Context.Service<
       organizationId: string,
       comment: { readonly issueId: string; readonly body: string; readonly key: string; readonly lookFirst: boolean }
     ) => Effect.Effect<string, ProviderCallError>
+    /**
+     * The Linear workspace the token belongs to (`organization { id name }`): what proves that an
+     * organization connecting a workspace holds a credential of it.
+     */
+    readonly workspaceOf: (
+      token: Redacted.Redacted<string>
+    ) => Effect.Effect<{ readonly id: string; readonly name: string | null }, ProviderCallError>
     /** Moves the issue to the workflow state (idempotent: the same state twice is one change). */
     readonly setState: (
       organizationId: string,
@@ -115,6 +122,25 @@ export class LinearTracker extends Context.Service<
         })
 
       return LinearTracker.of({
+        workspaceOf: Effect.fn("LinearTracker.workspaceOf")(function* (token: Redacted.Redacted<string>) {
+          const answer = yield* Effect.tryPromise({
+            try: () =>
+              clientWith(token).client.rawRequest<
+                { readonly organization?: { readonly id?: unknown; readonly name?: unknown } },
+                Record<string, never>
+              >("query BosunWorkspace { organization { id name } }"),
+            catch: (cause) => failure("organization", cause)
+          })
+          const organization = answer.data?.organization
+          if (typeof organization?.id !== "string" || organization.id.length === 0) {
+            return yield* new ProviderCallError({
+              provider: "linear",
+              reason: "Refused",
+              message: "Linear organization: the answer names no workspace"
+            })
+          }
+          return { id: organization.id, name: typeof organization.name === "string" ? organization.name : null }
+        }),
         comment: Effect.fn("LinearTracker.comment")(function* (
           organizationId: string,
           comment: {

@@ -19,14 +19,14 @@ import { TOKEN as RUNTIME_TOKEN, startRuntime } from "@bosun/testing/RuntimeProc
 import { assert, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Option, Redacted, References } from "effect"
 import { SqlClient } from "effect/sql"
-import type { S3Settings } from "../../src/config/AppConfig.ts"
+import { AppConfig, type S3Settings } from "../../src/config/AppConfig.ts"
 import { makeKeyRing, Secrets } from "../../src/crypto/Secrets.ts"
 import { freePort } from "../../src/persistence/EmbeddedPostgres.ts"
 import { GithubAppsRepo } from "../../src/persistence/GithubAppsRepo.ts"
 import { runMigrations } from "../../src/persistence/Migrator.ts"
 import { makeS3Client } from "../../src/storage/BlobStoreS3.ts"
 import { runCli } from "../support/Process.ts"
-import { migrationsDir } from "../support/TestServer.ts"
+import { migrationsDir, testSettings } from "../support/TestServer.ts"
 
 const KEY_V1 = randomBytes(32).toString("base64")
 const KEY_V2 = randomBytes(32).toString("base64")
@@ -75,6 +75,7 @@ const DeploymentLive = Layer.effect(
       })
     }).pipe(
       Effect.provide(GithubAppsRepo.layer),
+      Effect.provideService(AppConfig, AppConfig.of(testSettings())),
       Effect.provideService(Secrets, ring(KEY_V2, 2, [[1, KEY_V1]])),
       Effect.provideService(SqlClient.SqlClient, sql)
     )
@@ -484,7 +485,11 @@ layer(DeploymentLive.pipe(Layer.provideMerge(Layer.mergeAll(TestDatabase.layer, 
             privateKey: Redacted.make(storedPem),
             webhookSecret: Redacted.make("doctor-bad-webhook-secret")
           })
-        }).pipe(Effect.provide(GithubAppsRepo.layer), Effect.provideService(Secrets, ring(KEY_V2, 2, [[1, KEY_V1]]))),
+        }).pipe(
+          Effect.provide(GithubAppsRepo.layer),
+          Effect.provideService(AppConfig, AppConfig.of(testSettings())),
+          Effect.provideService(Secrets, ring(KEY_V2, 2, [[1, KEY_V1]]))
+        ),
         () =>
           sql`DELETE FROM github_apps WHERE organization_id = 'doctor-bad-key'`.pipe(
             Effect.andThen(sql`DELETE FROM organizations WHERE id = 'doctor-bad-key'`),

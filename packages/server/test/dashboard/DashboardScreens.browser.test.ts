@@ -119,8 +119,8 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard scre
             const notice = page.getByRole("status").filter({ hasText: "Saved. Credential fingerprint now" })
             yield* step(() => notice.waitFor())
             const fingerprint =
-              /sha256:[0-9a-f]{16}/.exec(yield* step(async () => (await notice.textContent()) ?? ""))?.[0] ?? ""
-            assert.match(fingerprint, /^sha256:[0-9a-f]{16}$/)
+              /fp:[0-9a-f]{16}/.exec(yield* step(async () => (await notice.textContent()) ?? ""))?.[0] ?? ""
+            assert.match(fingerprint, /^fp:[0-9a-f]{16}$/)
             // The credentials card, reloaded after the write, shows the same fingerprint.
             const credentials = page
               .locator(".card")

@@ -73,7 +73,7 @@ layer(Server, { excludeTestServices: true, timeout: Duration.minutes(4) })(
         Effect.gen(function* () {
           const linear = yield* FakeLinear
           const sql = yield* SqlClient.SqlClient
-          linear.addToken(LINEAR_TOKEN)
+          linear.addToken(LINEAR_TOKEN, WORKSPACE)
           linear.addIssue({
             id: ISSUE,
             identifier: "ENG-42",

@@ -10,6 +10,7 @@ import type { PullRequestListItem, Repository } from "@bosun/domain"
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import { OrganizationsRepo } from "../../src/persistence/OrganizationsRepo.ts"
 import { configured, deliver, processed } from "../support/GithubDeliveries.ts"
 import { signIn } from "../support/Identity.ts"
 import { layerTestServer, request, testSettings } from "../support/TestServer.ts"
@@ -89,10 +90,12 @@ const settings = {
 
 layer(layerTestServer({ settings }), { excludeTestServices: true })("the GitHub inbox", (it) => {
   it.effect(
-    "installation events link the organization and keep its repositories and their availability",
+    "installation events link the organization set up for their account and keep its repositories and their availability",
     () =>
       Effect.gen(function* () {
         yield* configured("inbox-org", null)
+        // The operator set it up for the account (`bosun organizations link`), its id not yet known.
+        yield* (yield* OrganizationsRepo).setGithubAccount("inbox-org", { login: "ACME", id: null })
         const member = yield* signIn("inbox-member", [["inbox-org", "MEMBER"]])
         const created = yield* send(
           "installation",

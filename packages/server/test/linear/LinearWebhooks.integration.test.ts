@@ -6,9 +6,9 @@
  * or a comment mentioning it, into one work item per issue.
  */
 import { createHmac } from "node:crypto"
-import { eventually } from "@bosun/testing"
+import { eventually, FakeLinear } from "@bosun/testing"
 import { assert, layer } from "@effect/vitest"
-import { Duration, Effect } from "effect"
+import { Duration, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { errorCode, signIn } from "../support/Identity.ts"
 import { layerTestServer, request, testSettings } from "../support/TestServer.ts"
@@ -25,8 +25,9 @@ interface LinearDelivery {
   readonly omit?: string
 }
 
+/** As Linear sends it: the send time both in the signed body (`webhookTimestamp`) and in the header. */
 const deliver = (delivery: LinearDelivery) => {
-  const body = JSON.stringify(delivery.payload)
+  const body = JSON.stringify({ webhookTimestamp: delivery.timestamp ?? Date.now(), ...delivery.payload })
   const headers: Record<string, string> = {
     "content-type": "application/json",
     "Linear-Delivery": delivery.id,
@@ -78,13 +79,21 @@ const connect = (organization: string, cookie: string, body: Record<string, unkn
     body: JSON.stringify(body)
   })
 
+/** A Linear API key of `workspace`, known to the fake Linear. */
+const keyOf = (workspace: string) =>
+  Effect.map(FakeLinear, (fake) => {
+    const key = `lin_api_key_of_${workspace}`
+    fake.addToken(key, workspace)
+    return key
+  })
+
 const connected = (organization: string, workspace: string) =>
   Effect.gen(function* () {
     const admin = yield* signIn(`admin-${organization}`, [[organization, "ADMIN"]])
     const response = yield* connect(organization, admin.cookie, {
       linear_organization_id: workspace,
       webhook_secret: SECRET,
-      access_token: "lin_api_token_secret",
+      access_token: yield* keyOf(workspace),
       app_user_id: BOSUN_USER,
       app_user_name: "bosun"
     })
@@ -153,7 +162,11 @@ const intakeOf = (itemId: string) =>
       WHERE w.id = ${itemId}`.pipe(Effect.orDie)
   )
 
-layer(layerTestServer({ settings }), { excludeTestServices: true })("Linear", (it) => {
+const Stack = Layer.unwrap(
+  Effect.map(FakeLinear, (fake) => layerTestServer({ settings: { ...settings, linearApiUrl: new URL(fake.apiUrl) } }))
+).pipe(Layer.provideMerge(FakeLinear.layer))
+
+layer(Stack, { excludeTestServices: true })("Linear", (it) => {
   it.effect("an admin connects a workspace: secrets sealed and never returned; members may read, not write", () =>
     Effect.gen(function* () {
       const admin = yield* connected("lin-conn", "ws-conn")
@@ -179,20 +192,24 @@ layer(layerTestServer({ settings }), { excludeTestServices: true })("Linear", (i
       assert.strictEqual(data.app_user_name, "bosun")
       assert.strictEqual(data.has_access_token, true)
       assert.notInclude(got.text, SECRET)
-      assert.notInclude(got.text, "lin_api_token_secret")
+      assert.notInclude(got.text, "lin_api_key_of_ws-conn")
 
       const sql = yield* SqlClient.SqlClient
       const [stored] = yield* sql<{ webhook_secret: Uint8Array; access_token: Uint8Array }>`
         SELECT webhook_secret, access_token FROM linear_connections WHERE organization_id = 'lin-conn'`
       assert.notInclude(Buffer.from(stored?.webhook_secret ?? []).toString("latin1"), SECRET)
-      assert.notInclude(Buffer.from(stored?.access_token ?? []).toString("latin1"), "lin_api_token_secret")
+      assert.notInclude(Buffer.from(stored?.access_token ?? []).toString("latin1"), "lin_api_key_of_ws-conn")
       const [audit] = yield* sql<{ n: string }>`
         SELECT count(*)::text AS n FROM audit_events
         WHERE organization_id = 'lin-conn' AND action = 'linear_connection.connect'`
       assert.strictEqual(audit?.n, "1")
 
       const member = yield* signIn("member-lin-conn", [["lin-conn", "MEMBER"]])
-      const refused = yield* connect("lin-conn", member.cookie, { linear_organization_id: "ws-x", webhook_secret: "s" })
+      const refused = yield* connect("lin-conn", member.cookie, {
+        linear_organization_id: "ws-x",
+        webhook_secret: "s",
+        access_token: yield* keyOf("ws-x")
+      })
       assert.strictEqual(refused.status, 403)
       const memberRead = yield* request("/api/v1/organizations/lin-conn/linear-connection", {
         headers: { cookie: member.cookie }
@@ -206,6 +223,9 @@ layer(layerTestServer({ settings }), { excludeTestServices: true })("Linear", (i
     () =>
       Effect.gen(function* () {
         const admin = yield* signIn("admin-lin-oauth", [["lin-oauth", "ADMIN"]])
+        const fake = yield* FakeLinear
+        fake.addToken("lin_oauth_access_value", "ws-oauth")
+        fake.addToken("lin_api_plain_key", "ws-oauth")
         const grant = {
           client_id: "lin-oauth-client",
           client_secret: "lin-oauth-client-secret-value",
@@ -219,7 +239,7 @@ layer(layerTestServer({ settings }), { excludeTestServices: true })("Linear", (i
         })
         assert.strictEqual(missingToken.status, 400, missingToken.text)
         assert.strictEqual(errorCode(missingToken.json), "invalid_body")
-        assert.include(missingToken.text, "oauth needs the access_token it renews")
+        assert.include(missingToken.text, "access_token")
         const badExpiry = yield* connect("lin-oauth", admin.cookie, {
           linear_organization_id: "ws-oauth",
           webhook_secret: SECRET,
@@ -271,13 +291,16 @@ layer(layerTestServer({ settings }), { excludeTestServices: true })("Linear", (i
       })
   )
 
-  it.effect("a workspace connected to another organization is a 409 and changes nothing", () =>
+  it.effect("a workspace connected to another organization is a 409 for a proven owner and changes nothing", () =>
     Effect.gen(function* () {
       yield* connected("lin-owner", "ws-owned")
       const other = yield* signIn("admin-lin-other", [["lin-other", "ADMIN"]])
+      const fake = yield* FakeLinear
+      fake.addToken("lin_api_second_key_of_ws-owned", "ws-owned")
       const taken = yield* connect("lin-other", other.cookie, {
         linear_organization_id: "ws-owned",
-        webhook_secret: "another"
+        webhook_secret: "another",
+        access_token: "lin_api_second_key_of_ws-owned"
       })
       assert.strictEqual(taken.status, 409, taken.text)
       assert.strictEqual(errorCode(taken.json), "linear_workspace_taken")

@@ -124,7 +124,7 @@ layer(layerTestServer(), { excludeTestServices: true })("agent connection", (it)
           source_scope: "ORGANIZATION"
         }
       )
-      assert.match(one.connection.auth.fingerprint ?? "", /^sha256:[0-9a-f]{16}$/)
+      assert.match(one.connection.auth.fingerprint ?? "", /^fp:[0-9a-f]{16}$/)
       assert.strictEqual(one.connection.catalog.status, "QUEUED")
       assert.strictEqual(one.connection.catalog.credential_fingerprint, one.connection.auth.fingerprint)
       assert.isFalse(one.connection.ready)
@@ -293,7 +293,7 @@ layer(layerTestServer(), { excludeTestServices: true })("agent connection", (it)
       }>`SELECT audit_events::text AS row FROM audit_events WHERE organization_id = 'ac-quiet'`
       assert.lengthOf(rows, 1)
       assert.notInclude(rows[0]?.row ?? "", "sk-quiet-plaintext-31")
-      assert.include(rows[0]?.row ?? "", "sha256:")
+      assert.include(rows[0]?.row ?? "", "fp:")
     })
   )
 })
