@@ -257,6 +257,8 @@ const decodeRunState = Schema.decodeUnknownSync(RunState)
 const setUp = async () => {
   const setUpStarted = now()
   const root = fs.mkdtempSync(path.join(os.tmpdir(), "bosun-bench-review-"))
+  // As root the runtime runs agents as users of their own: they pass through here (docs/agent-isolation.md).
+  fs.chmodSync(root, 0o711)
   fs.chmodSync(root, 0o711)
   cleanup.push(() => fs.rmSync(root, { recursive: true, force: true }))
   const scope = await Effect.runPromise(Scope.make())
@@ -426,6 +428,20 @@ const setUp = async () => {
   )
   const cookie = cli.stdout.trim().split("\n").pop() ?? ""
   if (!cookie.startsWith("bosun_session=")) throw new Error(`the CLI printed no session cookie: ${cli.stdout}`)
+  // The operator names the GitHub account the organization mirrors; only its installation links it.
+  await promisify(execFile)(
+    process.execPath,
+    [
+      path.join(benchRoot, "packages/server/src/cli/main.ts"),
+      "organizations",
+      "link",
+      "--org",
+      ORG,
+      "--github-login",
+      "acme"
+    ],
+    { env: { ...inherited, ...instanceEnv, BOSUN_GITHUB_API_URL: fake.apiUrl } }
+  )
 
   const client = webhookClient(`${base_}${WEBHOOK_PATH}`, world.appId)
   cleanup.push(client.close)

@@ -28,6 +28,8 @@ const token = "bench-runtime-token-0123456789"
 const headers = { authorization: `Bearer ${token}`, "x-bosun-protocol": "1.0", "content-type": "application/json" }
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "bosun-bench-runtime-"))
+// As root the runtime runs agents as users of their own: they pass through here (docs/agent-isolation.md).
+fs.chmodSync(work, 0o711)
 const repo = path.join(work, "repo")
 fs.mkdirSync(repo)
 const git = (...args: Array<string>) => execFileSync("git", args, { cwd: repo })

@@ -3,12 +3,24 @@
  * `(run_id, attempt_id)`, the run itself (checkout, agent, collecting its changes), its event log
  * and live tail, cancel, and what a restart finds.
  *
- * On disk, under `BOSUN_RUNTIME_DATA_DIR`:
- * - `runs/<attempt_id>/`: `request.json` (the ids, the agent and a fingerprint of the whole
- *   request; never its prompt or credentials), `state.json` (the `RunState`, replaced atomically
- *   at each step), `events.ndjson` (the log), `files/` (the diff, outputs, artifacts);
- * - `workspaces/<attempt_id>/`: `repos/` (the checkouts, the agent's working directory), `home/`,
- *   `outputs/`, `artifacts/`; removed `BOSUN_RUNTIME_WORKSPACE_RETENTION` after the run ends.
+ * On disk, under `BOSUN_RUNTIME_DATA_DIR` (0700; 0711 — search only — when agents run as users
+ * of their own and the workspaces are inside it):
+ * - `runs/<attempt_id>/` (in `runs/`, 0700: the runtime's alone): `request.json` (the ids, the
+ *   agent and a fingerprint of the whole request; never its prompt or credentials), `state.json`
+ *   (the `RunState`, replaced atomically at each step), `events.ndjson` (the log), `files/` (the
+ *   diff, outputs, artifacts);
+ * - `<BOSUN_RUNTIME_WORKSPACES_DIR>/<attempt_id>/` (default `workspaces/`): `repos/` (the
+ *   checkouts, the agent's working directory), `home/`, `outputs/`, `artifacts/`; removed
+ *   `BOSUN_RUNTIME_WORKSPACE_RETENTION` after the run ends.
+ *
+ * Agents under users of their own (the runtime is root; `AgentUsers`, docs/agent-isolation.md):
+ * each attempt gets a fresh OS user. Its workspace directory is the runtime's with group
+ * search only for that user's group (0710), so the agent can neither list nor replace what is in
+ * it; `repos/`, `home/`, `outputs/` and `artifacts/` (0700) are handed to the user before the
+ * agent runs. The workspaces directory itself is 0711: nobody lists the attempts. When the agent
+ * is done its processes are ended, its changes are collected by git running as its user, its
+ * outputs are copied without following links, and the workspace goes back to the runtime (0700)
+ * before the user is deleted.
  *
  * A run's state machine: RUNNING (phase PREPARING → AGENT → COLLECTING) → SUCCEEDED | FAILED |
  * CANCELLED (phase DONE). A run found RUNNING when the runtime starts was cut off by a restart:
@@ -21,6 +33,7 @@ import * as path from "node:path"
 import type { RunEvent, RunFile, RunPhase, RunRequest, RunState } from "@bosun/domain"
 import { canonicalJson } from "@bosun/domain"
 import { Context, Data, Duration, Effect, Fiber, Layer, Option, Queue, Redacted, Scope, Stream } from "effect"
+import { type AgentUser, AgentUsers, handOver } from "./AgentUsers.ts"
 import type { AgentAdapter, AgentOutcome } from "./agents/Agent.ts"
 import { codexAgent, codexCatalog, findCodex } from "./agents/CodexAgent.ts"
 import { customAgent } from "./agents/CustomAgent.ts"
@@ -33,6 +46,7 @@ import { type CheckedOut, changes, checkout } from "./Workspace.ts"
 export class RunConflict extends Data.TaggedError("RunConflict")<{ readonly message: string }> {}
 export class TooManyRuns extends Data.TaggedError("TooManyRuns")<{ readonly maxRuns: number }> {}
 export class UnknownAgent extends Data.TaggedError("UnknownAgent")<{ readonly message: string }> {}
+export class WorkspacesUnreachable extends Data.TaggedError("WorkspacesUnreachable")<{ readonly message: string }> {}
 
 interface StoredRequest {
   readonly run_id: string
@@ -85,17 +99,55 @@ const describeFile = (root: string, relative: string, kind: RunFile["kind"]): Ru
   }
 }
 
-/** Copies the regular files directly under `from` to `to`; sub-directories and links are skipped. */
+/**
+ * Copies the regular files directly under `from` to `to`; sub-directories and links are skipped.
+ * `from` was the agent's: neither it nor a file in it is read through a link.
+ */
 const copyFlat = (from: string, to: string): Array<string> => {
-  if (!fs.existsSync(from)) return []
+  if (fs.lstatSync(from, { throwIfNoEntry: false })?.isDirectory() !== true) return []
   fs.mkdirSync(to, { recursive: true })
   const names: Array<string> = []
   for (const entry of fs.readdirSync(from, { withFileTypes: true })) {
     if (!entry.isFile()) continue
-    fs.copyFileSync(path.join(from, entry.name), path.join(to, entry.name))
+    const fd = fs.openSync(path.join(from, entry.name), fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW)
+    try {
+      if (!fs.fstatSync(fd).isFile()) continue
+      fs.writeFileSync(path.join(to, entry.name), fs.readFileSync(fd))
+    } finally {
+      fs.closeSync(fd)
+    }
     names.push(entry.name)
   }
   return names.sort()
+}
+
+/** Every directory above `dir` must let others search it, or an agent under its own user cannot reach `dir`. */
+const unreachableAncestor = (dir: string): string | undefined => {
+  let at = path.dirname(dir)
+  for (;;) {
+    const stat = fs.statSync(at)
+    if ((stat.mode & 0o001) === 0) return `${at} (mode ${(stat.mode & 0o777).toString(8)})`
+    const parent = path.dirname(at)
+    if (parent === at) return undefined
+    at = parent
+  }
+}
+
+/** Creates `dir` and whatever is missing above it with `mode`, whatever the umask. */
+const makeDirectory = (dir: string, mode: number) => {
+  const parent = path.dirname(dir)
+  if (parent !== dir && !fs.existsSync(parent)) makeDirectory(parent, mode)
+  if (!fs.existsSync(dir)) {
+    fs.mkdirSync(dir)
+    fs.chmodSync(dir, mode)
+  }
+}
+
+/** The workspace directory back to the runtime alone: the attempt's user can no longer enter it. */
+const lockWorkspace = (workspace: string) => {
+  if (!fs.existsSync(workspace)) return
+  fs.chownSync(workspace, process.getuid?.() ?? 0, process.getgid?.() ?? 0)
+  fs.chmodSync(workspace, 0o700)
 }
 
 const ended = (state: RunState) => state.status !== "RUNNING"
@@ -179,11 +231,32 @@ export class Runs extends Context.Service<
     Effect.gen(function* () {
       const config = yield* RuntimeConfig
       const toolchain = yield* Toolchain
+      const users = yield* AgentUsers
       const scope = yield* Effect.scope
-      const runsDir = path.resolve(config.dataDir, "runs")
-      const workspacesDir = path.resolve(config.dataDir, "workspaces")
-      fs.mkdirSync(runsDir, { recursive: true })
-      fs.mkdirSync(workspacesDir, { recursive: true })
+      const dataDir = path.resolve(config.dataDir)
+      const runsDir = path.join(dataDir, "runs")
+      const workspacesDir = config.workspacesDir
+      // The state is the runtime's alone. With agents under users of their own, they must reach
+      // their workspaces: the directories on the way let others search them, and list nothing.
+      const workspacesInside = workspacesDir.startsWith(dataDir + path.sep)
+      // Directories created on the way are searchable by the agents' users when they need to pass.
+      makeDirectory(dataDir, users.isolated ? 0o711 : 0o700)
+      fs.chmodSync(dataDir, users.isolated && workspacesInside ? 0o711 : 0o700)
+      makeDirectory(runsDir, 0o700)
+      fs.chmodSync(runsDir, 0o700)
+      makeDirectory(workspacesDir, users.isolated ? 0o711 : 0o700)
+      fs.chmodSync(workspacesDir, users.isolated ? 0o711 : 0o700)
+      if (users.isolated) {
+        const blocked = unreachableAncestor(workspacesDir)
+        if (blocked !== undefined) {
+          return yield* new WorkspacesUnreachable({
+            message: `agents run as users of their own and cannot reach ${workspacesDir}: ${blocked} is not searchable by others; chmod o+x it or set BOSUN_RUNTIME_WORKSPACES_DIR elsewhere (docs/agent-isolation.md)`
+          })
+        }
+        // Workspaces an earlier process left (its runs ended or were cut off): the runtime's
+        // alone from now on, so a later user given the same uid cannot enter them.
+        for (const entry of fs.readdirSync(workspacesDir)) lockWorkspace(path.join(workspacesDir, entry))
+      }
       const runs = new Map<string, Run>()
 
       const adapterFor = (request: RunRequest): AgentAdapter | UnknownAgent => {
@@ -281,11 +354,16 @@ export class Runs extends Context.Service<
         })
       }
 
-      const collect = (run: Run, checkedOut: ReadonlyArray<CheckedOut>, workspace: string) =>
+      const collect = (
+        run: Run,
+        checkedOut: ReadonlyArray<CheckedOut>,
+        workspace: string,
+        as: { readonly user: AgentUser | undefined; readonly home: string }
+      ) =>
         Effect.gen(function* () {
           const filesDir = path.join(run.dir, "files")
           fs.mkdirSync(filesDir, { recursive: true })
-          const diff = yield* changes(checkedOut)
+          const diff = yield* changes(checkedOut, as)
           fs.writeFileSync(path.join(filesDir, "changes.diff"), diff)
           const files: Array<RunFile> = [describeFile(filesDir, "changes.diff", "DIFF")]
           for (const name of copyFlat(path.join(workspace, "artifacts"), path.join(filesDir, "artifacts"))) {
@@ -323,56 +401,77 @@ export class Runs extends Context.Service<
         const workspace = path.join(workspacesDir, run.attemptId)
         const repos = path.join(workspace, "repos")
         const homeDir = path.join(workspace, "home")
-        const body = Effect.gen(function* () {
-          for (const dir of [
-            repos,
-            homeDir,
-            path.join(homeDir, "tmp"),
-            path.join(workspace, "outputs"),
-            path.join(workspace, "artifacts")
-          ]) {
-            fs.mkdirSync(dir, { recursive: true })
-          }
-          const checkedOut = yield* checkout(repos, request.repositories)
-          setPhase(run, "AGENT")
-          const outcome = yield* adapter({
-            request,
-            workspace: repos,
-            outputDir: path.join(workspace, "outputs"),
-            artifactsDir: path.join(workspace, "artifacts"),
-            homeDir,
-            grace: config.cancelGrace,
-            emit: (type, data) => {
-              emit(run, type, redact(data, secrets))
-            },
-            onSpawn: (pid) => fs.writeFileSync(path.join(run.dir, "agent.pid"), `${pid}\n`)
-          }).pipe(Effect.timeoutOption(Duration.seconds(request.time_limit_seconds)))
-          if (Option.isNone(outcome)) {
-            return {
-              status: "FAILED",
-              retryable: false,
-              error: {
-                code: "time_limit_exceeded",
-                message: `The agent did not finish within ${request.time_limit_seconds} s`
-              }
-            } satisfies Partial<RunState>
-          }
-          if (outcome.value.exitCode !== 0 && outcome.value.stderrTail.length > 0) {
-            emit(run, "agent.stderr", redact({ lines: outcome.value.stderrTail }, secrets))
-          }
-          setPhase(run, "COLLECTING")
-          const files = yield* collect(run, checkedOut, workspace)
-          return { ...outcomePatch(outcome.value), files }
-        })
+        const outputDir = path.join(workspace, "outputs")
+        const artifactsDir = path.join(workspace, "artifacts")
+        const body = (user: AgentUser | undefined) =>
+          Effect.gen(function* () {
+            fs.mkdirSync(workspace, { recursive: true, mode: 0o700 })
+            if (user !== undefined) {
+              // The agent's group may enter the directory, not list or change it.
+              fs.chownSync(workspace, process.getuid?.() ?? 0, user.gid)
+              fs.chmodSync(workspace, 0o710)
+            }
+            for (const dir of [repos, homeDir, path.join(homeDir, "tmp"), outputDir, artifactsDir]) {
+              fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
+            }
+            const checkedOut = yield* checkout(repos, request.repositories)
+            // The checkout is the agent's from here on (git runs as its user when collecting);
+            // what the adapter writes into home/ is handed over again right before it spawns.
+            if (user !== undefined) for (const dir of [repos, homeDir, outputDir, artifactsDir]) handOver(dir, user)
+            setPhase(run, "AGENT")
+            const outcome = yield* adapter({
+              request,
+              workspace: repos,
+              outputDir,
+              artifactsDir,
+              homeDir,
+              grace: config.cancelGrace,
+              emit: (type, data) => {
+                emit(run, type, redact(data, secrets))
+              },
+              onSpawn: (pid) => fs.writeFileSync(path.join(run.dir, "agent.pid"), `${pid}\n`),
+              runAs: user === undefined ? undefined : { user, handOver: [homeDir, outputDir, artifactsDir] }
+            }).pipe(Effect.timeoutOption(Duration.seconds(request.time_limit_seconds)))
+            if (Option.isNone(outcome)) {
+              return {
+                status: "FAILED",
+                retryable: false,
+                error: {
+                  code: "time_limit_exceeded",
+                  message: `The agent did not finish within ${request.time_limit_seconds} s`
+                }
+              } satisfies Partial<RunState>
+            }
+            if (outcome.value.exitCode !== 0 && outcome.value.stderrTail.length > 0) {
+              emit(run, "agent.stderr", redact({ lines: outcome.value.stderrTail }, secrets))
+            }
+            setPhase(run, "COLLECTING")
+            const files = yield* collect(run, checkedOut, workspace, { user, home: homeDir })
+            return { ...outcomePatch(outcome.value), files }
+          })
+        // A user of its own for the attempt (as root); the workspace is locked and the user
+        // deleted however the attempt ends, before the run is reported finished.
+        const attempt = Effect.acquireUseRelease(users.acquire, body, (user) =>
+          user === undefined
+            ? Effect.void
+            : Effect.try(() => lockWorkspace(workspace)).pipe(Effect.ignore, Effect.andThen(users.release(user)))
+        )
         const removeWorkspace = Effect.sleep(config.workspaceRetention).pipe(
           Effect.andThen(Effect.sync(() => fs.rmSync(workspace, { recursive: true, force: true })))
         )
-        return body.pipe(
+        return attempt.pipe(
           Effect.catchTag("WorkspaceError", (error) =>
             Effect.succeed({
               status: "FAILED",
               retryable: true,
               error: { code: "checkout_failed", message: error.message }
+            } satisfies Partial<RunState>)
+          ),
+          Effect.catchTag("AgentUserError", (error) =>
+            Effect.succeed({
+              status: "FAILED",
+              retryable: true,
+              error: { code: "agent_user_unavailable", message: error.message }
             } satisfies Partial<RunState>)
           ),
           Effect.onExit((exit) =>

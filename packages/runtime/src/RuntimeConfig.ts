@@ -6,7 +6,8 @@
  * | `BOSUN_RUNTIME_HOST` | `127.0.0.1` | interface to listen on |
  * | `BOSUN_RUNTIME_PORT` | `8787` | port; `0` takes any free one (the `bosun_runtime_listening` log line names it) |
  * | `BOSUN_RUNTIME_TOKEN` | required | the bearer token every `/v1` request must carry |
- * | `BOSUN_RUNTIME_DATA_DIR` | `./.bosun-runtime` | run logs, state and workspaces |
+ * | `BOSUN_RUNTIME_DATA_DIR` | `./.bosun-runtime` | run logs and state (`runs/`, 0700), and the workspaces unless the next setting moves them |
+ * | `BOSUN_RUNTIME_WORKSPACES_DIR` | `<BOSUN_RUNTIME_DATA_DIR>/workspaces` | the attempts' workspaces; as root, every directory above it must be searchable by others (agents run as users of their own: docs/agent-isolation.md) |
  * | `BOSUN_RUNTIME_MAX_RUNS` | `4` | runs at once; one more is 429 |
  * | `BOSUN_RUNTIME_HEARTBEAT` | `5 seconds` | heartbeat period of the event tail |
  * | `BOSUN_RUNTIME_CANCEL_GRACE` | `10 seconds` | SIGTERM to SIGKILL on cancel and timeout |
@@ -15,7 +16,8 @@
  * | `BOSUN_RUNTIME_SUPERVISED` | `false` | started by a supervising process (the server's embedded runtime): stop when stdin closes, so the runtime never outlives a parent killed without warning |
  * | `BOSUN_RUNTIME_AGENT_AUTH_ORIGINS` | OpenAI's and GitHub's sign-in origins | origins `POST /v1/tools/agent-auth/fetch` may reach (comma-separated) |
  */
-import { Config, ConfigProvider, Context, Duration, Effect, Layer, Redacted, Schema } from "effect"
+import * as path from "node:path"
+import { Config, ConfigProvider, Context, Duration, Effect, Layer, Option, Redacted, Schema } from "effect"
 
 export interface AgentProfile {
   /** The program and its arguments; run in the workspace, speaking the JSONL event format. */
@@ -28,6 +30,8 @@ export interface RuntimeSettings {
   readonly port: number
   readonly token: Redacted.Redacted<string>
   readonly dataDir: string
+  /** Where attempts' workspaces live (absolute). */
+  readonly workspacesDir: string
   readonly maxRuns: number
   readonly heartbeat: Duration.Duration
   readonly cancelGrace: Duration.Duration
@@ -79,6 +83,7 @@ export const runtimeConfig: Config.Config<RuntimeSettings> = Config.all({
   supervised: Config.Boolean("BOSUN_RUNTIME_SUPERVISED").pipe(Config.withDefault(false)),
   token,
   dataDir: Config.NonEmptyString("BOSUN_RUNTIME_DATA_DIR").pipe(Config.withDefault("./.bosun-runtime")),
+  workspacesDir: Config.option(Config.NonEmptyString("BOSUN_RUNTIME_WORKSPACES_DIR")),
   maxRuns: Config.schema(MaxRuns, "BOSUN_RUNTIME_MAX_RUNS").pipe(Config.withDefault(4)),
   heartbeat: duration("BOSUN_RUNTIME_HEARTBEAT", Duration.seconds(5)),
   cancelGrace: duration("BOSUN_RUNTIME_CANCEL_GRACE", Duration.seconds(10)),
@@ -114,7 +119,16 @@ export const runtimeConfig: Config.Config<RuntimeSettings> = Config.all({
         )
     )
   )
-})
+}).pipe(
+  Config.map(
+    (settings): RuntimeSettings => ({
+      ...settings,
+      workspacesDir: path.resolve(
+        Option.getOrElse(settings.workspacesDir, () => path.join(settings.dataDir, "workspaces"))
+      )
+    })
+  )
+)
 
 export class RuntimeConfig extends Context.Service<RuntimeConfig, RuntimeSettings>()("bosun/runtime/RuntimeConfig") {
   static readonly layer = Layer.effect(RuntimeConfig, Effect.map(runtimeConfig, RuntimeConfig.of))

@@ -1,5 +1,6 @@
 /**
- * The runtime process as one Layer: configuration, the toolchain probe, the runs (recovering
+ * The runtime process as one Layer: configuration, the toolchain probe, who agents run as
+ * (`AgentUsers`: a user of their own per attempt as root, else a warning), the runs (recovering
  * what a previous process left), and the protocol routes on a Node HTTP server at
  * `BOSUN_RUNTIME_HOST:BOSUN_RUNTIME_PORT`. `main.ts` launches it; tests start it as a process.
  */
@@ -8,6 +9,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { NetAddress } from "effect/net"
+import { AgentUsers } from "./AgentUsers.ts"
 import { Runs } from "./Runs.ts"
 import { RuntimeConfig } from "./RuntimeConfig.ts"
 import { RuntimeRoutes } from "./RuntimeHttp.ts"
@@ -57,6 +59,6 @@ const StopWithSupervisor = Layer.effectDiscard(
 export const RuntimeServerLive = Layer.merge(Announce, StopWithSupervisor).pipe(
   Layer.provideMerge(HttpRouter.serve(RuntimeRoutes, { disableListenLog: true })),
   Layer.provide(NodeServerLive),
-  Layer.provide(Runs.layer.pipe(Layer.provideMerge(Toolchain.layer))),
+  Layer.provide(Runs.layer.pipe(Layer.provideMerge(Toolchain.layer), Layer.provide(AgentUsers.layer))),
   Layer.provideMerge(RuntimeConfig.layer)
 )

@@ -360,6 +360,18 @@ describe("the AGENT_ONE (Codex) agent", () => {
     }
     await misplaced.fake.close()
 
+    // A key is sent only over https, or plain http on loopback, with well-formed headers.
+    for (const [entry, where] of [
+      [{ base_url: "http://10.0.0.5/v1" }, `["fake"]["base_url"]`],
+      [{ base_url: "http://127.0.0.1:9/v1", headers: { "X-Title": "a\r\nX-Injected: 1" } }, `["fake"]["headers"]`]
+    ] as const) {
+      const unsafe = await start([], () => ({ provider_credentials: { fake: { key: API_KEY, ...entry } } }))
+      expect(unsafe.final).toMatchObject({ status: "FAILED", error: { code: "invalid_provider_credentials" } })
+      expect(unsafe.final.error?.message).toContain(where)
+      expect(unsafe.events.filter((event) => event.type === "agent.event")).toEqual([])
+      await unsafe.fake.close()
+    }
+
     const redefined = await start([], () => ({
       model: "openai/gpt-5-codex",
       provider_credentials: { openai: { key: API_KEY, headers: { "x-team": "a" } } }

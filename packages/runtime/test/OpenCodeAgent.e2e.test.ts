@@ -329,5 +329,23 @@ describe("the OPENCODE agent", () => {
     for (const file of filesUnder(path.join(dataDir, "runs", run.ids.attempt_id))) {
       expect(fs.readFileSync(file, "latin1").includes(API_KEY.slice(3, 20)), file).toBe(false)
     }
+    await run.fake.close()
+
+    // A key is sent only over https, or plain http on loopback, with well-formed headers.
+    for (const [entry, where] of [
+      [{ base_url: "http://10.0.0.5/v1" }, `["fake"]["base_url"]`],
+      [{ base_url: "http://127.0.0.1:9/v1", headers: { "X-Title": "a\r\nX-Injected: 1" } }, `["fake"]["headers"]`]
+    ] as const) {
+      const unsafe = await start(
+        () => [],
+        () => ({
+          provider_credentials: { fake: { type: "api", key: API_KEY, npm: "@ai-sdk/openai-compatible", ...entry } }
+        })
+      )
+      expect(unsafe.final).toMatchObject({ status: "FAILED", error: { code: "invalid_provider_credentials" } })
+      expect(unsafe.final.error?.message).toContain(where)
+      expect(unsafe.events.filter((event) => event.type === "agent.event")).toEqual([])
+      await unsafe.fake.close()
+    }
   })
 })

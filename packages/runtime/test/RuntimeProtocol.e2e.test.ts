@@ -27,6 +27,15 @@ import { Schema } from "effect"
 
 const fixtures = makeFixtures()
 const pidFile = (name: string) => path.join(fixtures.root, `${name}.pid`)
+/** The pid an agent script wrote, once the whole line is there (the file exists before `echo` writes it). */
+const writtenPid = async (name: string) => {
+  const until = Date.now() + 10_000
+  for (;;) {
+    const text = fs.existsSync(pidFile(name)) ? fs.readFileSync(pidFile(name), "utf8") : ""
+    if (text.endsWith("\n") || Date.now() > until) return Number(text)
+    await new Promise((r) => setTimeout(r, 20))
+  }
+}
 
 const profiles = {
   writer: {
@@ -356,9 +365,7 @@ describe("ending a run", () => {
       const key = ids()
       fs.rmSync(pidFile(profile), { force: true })
       await call(runtime.base, "POST", "/v1/runs", runRequest(fixtures, { ...key, agent: { kind: "CUSTOM", profile } }))
-      const until = Date.now() + 10_000
-      while (!fs.existsSync(pidFile(profile)) && Date.now() < until) await new Promise((r) => setTimeout(r, 20))
-      const pid = Number(fs.readFileSync(pidFile(profile), "utf8"))
+      const pid = await writtenPid(profile)
       expect(isAlive(pid)).toBe(true)
       const started = Date.now()
       const cancelled = await call(runtime.base, "DELETE", `/v1/runs/${key.attempt_id}`)
@@ -491,9 +498,7 @@ describe("a restart", () => {
       "/v1/runs",
       runRequest(fixtures, { ...key, agent: { kind: "CUSTOM", profile: "sleeper" } })
     )
-    const until = Date.now() + 10_000
-    while (!fs.existsSync(pidFile("sleeper")) && Date.now() < until) await new Promise((r) => setTimeout(r, 20))
-    const pid = Number(fs.readFileSync(pidFile("sleeper"), "utf8"))
+    const pid = await writtenPid("sleeper")
     await first.stop("SIGKILL")
     expect(isAlive(pid)).toBe(true)
 

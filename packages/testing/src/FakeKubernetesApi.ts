@@ -232,6 +232,9 @@ export const startFakeKubernetesApi = async (options: FakeKubernetesOptions): Pr
       stopping: false,
       dir: fs.mkdtempSync(path.join(os.tmpdir(), "bosun-fake-pod-"))
     }
+    // A pod's filesystem is traversable; and a runtime started as root (these tests, not a real
+    // pod: uid 1000) runs its agents as users of their own, who must pass through to their workspaces.
+    fs.chmodSync(entry.dir, 0o711)
     scheduled.set(key(namespace, pod.metadata.name), entry)
     if (container === undefined) return waiting(pod, "CreateContainerConfigError", "the pod has no container")
 

@@ -141,6 +141,8 @@ export const startFakeSandboxApi = async (options: FakeSandboxApiOptions): Promi
   const snapshots = new Set(options.snapshots ?? [])
   const images = new Set(options.images ?? [])
   const ownData = fs.mkdtempSync(path.join(os.tmpdir(), "bosun-fake-sandbox-"))
+  // As root a sandbox's runtime runs its agents as users of their own, who pass through here.
+  fs.chmodSync(ownData, 0o711)
   const dataRoot = options.env?.BOSUN_RUNTIME_DATA_DIR ?? ownData
   const records = new Map<string, FakeSandboxRecord>()
   const creates: Array<FakeSandboxCreate> = []

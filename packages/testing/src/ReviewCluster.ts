@@ -371,7 +371,9 @@ export const runReviewCluster = (settings: ReviewClusterSettings) =>
     })
     say(`${settings.prs} pull requests in git`)
 
-    // The runtime, with the review agent every review runs.
+    // The runtime, with the review agent every review runs. As root the runtime runs it as a user
+    // of its own, which must reach the script and its workspace under the root.
+    fs.chmodSync(settings.root, (fs.statSync(settings.root).mode & 0o777) | 0o011)
     const script = path.join(settings.root, "fixed-review.sh")
     fs.writeFileSync(
       script,
@@ -505,6 +507,14 @@ export const runReviewCluster = (settings: ReviewClusterSettings) =>
     if (!cookie.startsWith("bosun_session=")) {
       return yield* Effect.die(new Error(`the CLI printed no session cookie: ${cli.stdout}${cli.stderr}`))
     }
+    // The operator names the GitHub account the organization mirrors; only its installation links it.
+    yield* Effect.promise(() =>
+      promisify(execFile)(
+        process.execPath,
+        [cliMain, "organizations", "link", "--org", ORG, "--github-login", ACCOUNT.login],
+        { env: { ...instance, BOSUN_GITHUB_API_URL: fake.apiUrl } }
+      )
+    )
     const installed = yield* Effect.promise(() =>
       postDelivery(first.port, webhookSecret, "cluster-installation", "installation", installationCreated)
     )

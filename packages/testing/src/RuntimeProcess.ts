@@ -25,9 +25,15 @@ export const freePort = () =>
     })
   })
 
-/** A directory with a git repository `repo` (branch main, one commit) and room for agent scripts. */
+/**
+ * A directory with a git repository `repo` (branch main, one commit) and room for agent scripts.
+ * A runtime started as root runs its agents as users of their own (docs/agent-isolation.md): they
+ * must reach the scripts and the runtime's workspaces under this directory, and the scripts may
+ * leave files here for the test (pid files, markers), so it is like /tmp: 1777.
+ */
 export const makeFixtures = () => {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), "bosun-runtime-test-"))
+  fs.chmodSync(root, 0o1777)
   const repo = path.join(root, "repo")
   fs.mkdirSync(repo)
   const git = (...args: Array<string>) =>

@@ -6,13 +6,15 @@
  * `emit` as it happens.
  *
  * The agent's environment is built from nothing: the runtime's own variables (its bearer token
- * among them) never reach agent code.
+ * among them) never reach agent code. As root the runtime also runs it as the attempt's own OS
+ * user (`runAs`, docs/agent-isolation.md): every adapter passes `runAs` on to `runAgentProcess`.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import type { RunRequest, RunUsage } from "@bosun/domain"
 import { type Duration, Effect } from "effect"
+import type { RunAs } from "./AgentProcess.ts"
 
 export interface AgentContext {
   readonly request: RunRequest
@@ -28,6 +30,8 @@ export interface AgentContext {
   readonly emit: (type: string, data: unknown) => void
   /** Records the agent's process (group) id, so a restarted runtime can stop what it left behind. */
   readonly onSpawn: (pid: number) => void
+  /** The attempt's own OS user, when the runtime runs agents as users of their own (it is root). */
+  readonly runAs: RunAs | undefined
 }
 
 export interface AgentOutcome {

@@ -4,11 +4,23 @@
  * - the process leads its own process group, so a cancel or a time limit reaches whatever it
  *   started: SIGTERM to the group, SIGKILL after the grace period;
  * - each stdout line that is a JSON object is handed to `onJson`, any other line to `onText`;
- * - the last stderr lines are kept, so a crash can be reported with them.
+ * - the last stderr lines are kept, so a crash can be reported with them;
+ * - with `runAs` (the runtime is root: docs/agent-isolation.md), the directories the runtime
+ *   wrote for the agent are handed to the attempt's user first, the process runs with that
+ *   user's uid and gid (no supplementary groups), umask 077 and `USER`/`LOGNAME` naming it, and once it has
+ *   exited — or been stopped — every process of that user is ended, whatever process group or
+ *   session it moved to: nothing of the agent outlives its turn.
  * Interrupting the effect stops the process this way and waits until it has exited.
  */
 import { spawn } from "node:child_process"
 import { type Duration, Effect } from "effect"
+import { type AgentUser, handOver, killProcessesOf } from "../AgentUsers.ts"
+
+/** The attempt's own user, and what the runtime wrote for it that must become that user's. */
+export interface RunAs {
+  readonly user: AgentUser
+  readonly handOver: ReadonlyArray<string>
+}
 
 export interface AgentProcessOptions {
   readonly command: string
@@ -22,6 +34,7 @@ export interface AgentProcessOptions {
   readonly onSpawn?: (pid: number) => void
   readonly onJson: (value: Record<string, unknown>) => void
   readonly onText: (line: string) => void
+  readonly runAs?: RunAs | undefined
 }
 
 export interface AgentExit {
@@ -61,14 +74,33 @@ const lines = (onLine: (line: string) => void) => {
   }
 }
 
-export const runAgentProcess = (options: AgentProcessOptions): Effect.Effect<AgentExit> =>
+export const runAgentProcess = (options: AgentProcessOptions): Effect.Effect<AgentExit> => {
+  const runAs = options.runAs
+  if (runAs === undefined) return runProcess(options)
+  return Effect.sync(() => {
+    for (const dir of runAs.handOver) handOver(dir, runAs.user)
+  }).pipe(Effect.andThen(runProcess(options)), Effect.ensuring(killProcessesOf(runAs.user)))
+}
+
+const runProcess = (options: AgentProcessOptions): Effect.Effect<AgentExit> =>
   Effect.callback<AgentExit>((resume) => {
-    const child = spawn(options.command, [...options.args], {
-      cwd: options.cwd,
-      env: { ...options.env },
-      detached: true,
-      stdio: ["pipe", "pipe", "pipe"]
-    })
+    const user = options.runAs?.user
+    // An agent under its own user starts with umask 077: what it leaves in /tmp is its alone. The
+    // child takes the umask at fork, inside the synchronous spawn, so the runtime's is restored at once.
+    const umask = user === undefined ? undefined : process.umask(0o077)
+    const child = (() => {
+      try {
+        return spawn(options.command, [...options.args], {
+          cwd: options.cwd,
+          env: { ...options.env, ...(user === undefined ? {} : { USER: user.name, LOGNAME: user.name }) },
+          detached: true,
+          stdio: ["pipe", "pipe", "pipe"],
+          ...(user === undefined ? {} : { uid: user.uid, gid: user.gid })
+        })
+      } finally {
+        if (umask !== undefined) process.umask(umask)
+      }
+    })()
     if (child.pid !== undefined) options.onSpawn?.(child.pid)
     const stderrTail: Array<string> = []
     const stdout = lines((line) => {

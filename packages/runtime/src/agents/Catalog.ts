@@ -40,7 +40,11 @@ const finishCatalog = (
     catalog: { providers, runtime_version: RUNTIME_VERSION },
     provider_version: providerVersion
   }
-  fs.writeFileSync(path.join(context.outputDir, "catalog.json"), `${JSON.stringify(output, null, 2)}\n`)
+  // The output directory was the agent's: whatever it left at this name (a link to a file of the
+  // runtime's, say) is removed, and the file is created anew, never written through a link.
+  const file = path.join(context.outputDir, "catalog.json")
+  fs.rmSync(file, { force: true, recursive: true })
+  fs.writeFileSync(file, `${JSON.stringify(output, null, 2)}\n`, { flag: "wx" })
   context.emit("agent.event", {
     type: "catalog",
     providers: providers.map((provider) => ({ id: provider.id, models: provider.models.length }))
@@ -66,6 +70,7 @@ export const runListing = (
     env: command.env,
     grace: context.grace,
     onSpawn: context.onSpawn,
+    runAs: context.runAs,
     onJson: (value) => lines.push(JSON.stringify(value)),
     onText: (line) => lines.push(line)
   }).pipe(Effect.map((exit) => finishCatalog(context, exit, () => listing(`${lines.join("\n")}\n`), providerVersion)))

@@ -44,7 +44,7 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import type { CatalogModel } from "@bosun/domain"
+import { type CatalogModel, ProviderBaseUrl, ProviderHeaders } from "@bosun/domain"
 import { Effect, Option, Result, Schema } from "effect"
 import type { AgentAdapter, AgentContext, AgentOutcome } from "./Agent.ts"
 import { baseEnvironment, findAgentBinary, refusedOutcome, skillMarkdown } from "./Agent.ts"
@@ -66,10 +66,11 @@ const StringMap = Schema.Record(Schema.String, Schema.String)
 const ProviderEntry = Schema.Struct({
   type: Schema.optional(Schema.Literal("api")),
   key: Schema.optional(Schema.String),
-  base_url: Schema.optional(Schema.String.check(Schema.isPattern(/^https?:\/\/\S+$/))),
+  // Checked again here, not only on import: credentials stored before the check reach this too.
+  base_url: Schema.optional(ProviderBaseUrl),
   name: Schema.optional(Schema.String),
   wire_api: Schema.optional(Schema.Literal("responses")),
-  headers: Schema.optional(StringMap),
+  headers: Schema.optional(ProviderHeaders),
   query_params: Schema.optional(StringMap),
   request_max_retries: Schema.optional(NonNegativeInt),
   stream_max_retries: Schema.optional(NonNegativeInt),
@@ -264,6 +265,7 @@ export const codexAgent =
         grace: context.grace,
         stdin: context.request.prompt,
         onSpawn: context.onSpawn,
+        runAs: context.runAs,
         onJson: (event) => {
           if (event.type === "turn.completed") {
             completed = true

@@ -45,6 +45,7 @@ export const customAgent =
         grace: context.grace,
         stdin: context.request.prompt,
         onSpawn: context.onSpawn,
+        runAs: context.runAs,
         onJson: (event) => {
           if (event.type === "usage") {
             usage.input_tokens += Math.round(count(event.input_tokens))

@@ -33,7 +33,7 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import type { CatalogModel } from "@bosun/domain"
+import { type CatalogModel, ProviderBaseUrl, ProviderHeaders } from "@bosun/domain"
 import { Effect, Result, Schema } from "effect"
 import type { AgentAdapter, AgentContext, AgentOutcome } from "./Agent.ts"
 import { baseEnvironment, findAgentBinary, refusedOutcome, skillMarkdown } from "./Agent.ts"
@@ -59,10 +59,11 @@ const ProviderEntry = Schema.Struct({
   token: optionalString,
   accountId: optionalString,
   enterpriseUrl: optionalString,
-  base_url: optionalString,
+  // Checked again here, not only on import: credentials stored before the check reach this too.
+  base_url: Schema.optional(ProviderBaseUrl),
   npm: optionalString,
   name: optionalString,
-  headers: Schema.optional(Schema.Record(Schema.String, Schema.String)),
+  headers: Schema.optional(ProviderHeaders),
   models: Schema.optional(
     Schema.Union([
       Schema.Array(Schema.String),
@@ -233,6 +234,7 @@ export const openCodeAgent =
         grace: context.grace,
         stdin: context.request.prompt,
         onSpawn: context.onSpawn,
+        runAs: context.runAs,
         onJson: (event) => {
           const part = isRecord(event.part) ? event.part : {}
           if (event.type === "step_finish") {

@@ -6,6 +6,11 @@
  * `BOSUN_MASTER_KEY` stops start-up: generating one into a pod's disk would lose every secret on
  * the next restart. Without it (the embedded default), what the environment does not give is
  * generated once into `BOSUN_DATA_DIR/secrets.json` (mode 0600) and reused on every later start.
+ *
+ * `BOSUN_DATA_DIR` itself is the server's alone (docs/agent-isolation.md): created 0700, and an
+ * existing one loses every permission for others (an earlier Bosun made it 0711) and all but
+ * search for its group — which, as root, the embedded Postgres then sets to `postgres` (0710), so
+ * that its user alone can pass through to its own data directory.
  */
 
 import { randomBytes } from "node:crypto"
@@ -81,13 +86,24 @@ export const readSecretsFile = Effect.fn("InstanceSecrets.readSecretsFile")(func
   return Option.some<LoadedSecretsFile>({ file, secrets: yield* decodeAt(file, text) })
 })
 
+/**
+ * Creates `dir` (0700) or takes from an existing one every permission of others and all but
+ * search of its group (as root, the embedded Postgres's group: see the header). Not root, it is 0700.
+ */
+export const ensurePrivateDirectory = async (dir: string): Promise<void> => {
+  await fs.mkdir(dir, { recursive: true, mode: 0o700 })
+  const { mode } = await fs.stat(dir)
+  const wanted = process.getuid?.() === 0 ? mode & 0o710 : 0o700
+  if ((mode & 0o7777) !== wanted) await fs.chmod(dir, wanted)
+}
+
 /** Reads `secrets.json`, or creates it (exclusively, so two first starts cannot both write it). */
 export const loadOrCreateSecretsFile = Effect.fn("InstanceSecrets.loadOrCreate")(function* (dataDir: string) {
   const file = path.join(dataDir, "secrets.json")
   const fail = (what: string) => (cause: unknown) =>
     new StartupError({ message: `${file}: ${what}: ${cause instanceof Error ? cause.message : String(cause)}` })
   yield* Effect.tryPromise({
-    try: () => fs.mkdir(dataDir, { recursive: true, mode: 0o711 }),
+    try: () => ensurePrivateDirectory(dataDir),
     catch: fail("cannot create")
   })
   const fresh = generate()

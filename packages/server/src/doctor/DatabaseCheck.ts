@@ -11,7 +11,7 @@ import * as path from "node:path"
 import { PgClient } from "@effect/sql-pg"
 import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
-import { embeddedUrl, runningPort } from "../persistence/EmbeddedPostgres.ts"
+import { describeEndpoint, embeddedUrl, runningEndpoint } from "../persistence/EmbeddedPostgres.ts"
 import { loadMigrations } from "../persistence/Migrator.ts"
 import { CheckFailed, connectionProblem, describeCause, displayUrl, rootCode, seconds } from "./CheckResult.ts"
 import type { DoctorSetup } from "./ConfigurationCheck.ts"
@@ -39,16 +39,16 @@ const target = Effect.fn("Doctor.databaseTarget")(function* ({ settings, instanc
     return { url, shown: displayUrl(Redacted.value(url)), embedded: false, masterKey }
   }
   const dataDir = path.join(settings.dataDir, "pg")
-  const port = yield* runningPort(dataDir)
-  if (Option.isNone(port) || Option.isNone(embedded)) {
+  const endpoint = yield* runningEndpoint(dataDir)
+  if (Option.isNone(endpoint) || Option.isNone(embedded)) {
     return yield* new CheckFailed({
       message: `DATABASE_URL is unset and no embedded Postgres runs on ${dataDir} (the server starts it; doctor does not)`,
       fix: startAgain
     })
   }
   return {
-    url: embeddedUrl(embedded.value.postgresPassword, port.value),
-    shown: `the embedded Postgres on 127.0.0.1:${port.value} (data in ${dataDir})`,
+    url: embeddedUrl(embedded.value.postgresPassword, endpoint.value),
+    shown: `the embedded Postgres on ${describeEndpoint(endpoint.value)} (data in ${dataDir})`,
     embedded: true,
     masterKey
   }

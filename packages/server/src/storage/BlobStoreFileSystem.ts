@@ -63,8 +63,13 @@ export const makeFileSystemBlobStore = Effect.fn("BlobStore.makeFileSystem")(fun
   const dataDir = path.join(base, "data")
   const metaDir = path.join(base, "meta")
   const tmpDir = path.join(base, "tmp")
+  // The server's alone (docs/agent-isolation.md): 0700, whatever an earlier version left.
   yield* Effect.tryPromise({
-    try: () => Promise.all([dataDir, metaDir, tmpDir].map((d) => fs.mkdir(d, { recursive: true }))),
+    try: async () => {
+      await fs.mkdir(base, { recursive: true, mode: 0o700 })
+      await fs.chmod(base, 0o700)
+      await Promise.all([dataDir, metaDir, tmpDir].map((d) => fs.mkdir(d, { recursive: true, mode: 0o700 })))
+    },
     catch: unavailable("", "cannot create the blob directories")
   })
 

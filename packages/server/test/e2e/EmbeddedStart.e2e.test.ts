@@ -38,7 +38,11 @@ describe("embedded start", () => {
       Effect.gen(function* () {
         const dataDir = yield* Effect.acquireRelease(
           Effect.promise(() => fs.mkdtemp(path.join(os.tmpdir(), "bosun-e2e-"))),
-          (dir) => Effect.promise(() => fs.rm(dir, { recursive: true, force: true }))
+          // As root the embedded runtime keeps its workspaces beside the data directory.
+          (dir) =>
+            Effect.promise(() =>
+              Promise.all([dir, `${dir}-workspaces`].map((d) => fs.rm(d, { recursive: true, force: true })))
+            )
         )
         const port = yield* freePort
         const base = `http://127.0.0.1:${port}`
@@ -104,7 +108,11 @@ describe("embedded start", () => {
       Effect.gen(function* () {
         const dataDir = yield* Effect.acquireRelease(
           Effect.promise(() => fs.mkdtemp(path.join(os.tmpdir(), "bosun-e2e-"))),
-          (dir) => Effect.promise(() => fs.rm(dir, { recursive: true, force: true }))
+          // As root the embedded runtime keeps its workspaces beside the data directory.
+          (dir) =>
+            Effect.promise(() =>
+              Promise.all([dir, `${dir}-workspaces`].map((d) => fs.rm(d, { recursive: true, force: true })))
+            )
         )
         const port = yield* freePort
         const server = yield* spawnServer({ BOSUN_DATA_DIR: dataDir, BOSUN_PORT: String(port) })

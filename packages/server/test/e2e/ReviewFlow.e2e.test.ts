@@ -96,6 +96,8 @@ class TestRuntime extends Context.Service<TestRuntime, RuntimeProcess>()("test/R
 class TestRepository extends Context.Service<TestRepository, GitRepository>()("test/ReviewFlowRepository") {}
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "bosun-review-flow-"))
+// As root the runtime's agents run as users of their own: they must pass through to their workspaces.
+fs.chmodSync(root, 0o711)
 
 const layerRuntime = Layer.effect(
   TestRuntime,

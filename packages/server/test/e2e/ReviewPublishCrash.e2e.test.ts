@@ -37,6 +37,8 @@ const FILE = "src/cart.ts"
 const OWNER = { id: 72_001, login: "acme", type: "Organization" } as const
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "bosun-review-crash-"))
+// As root the runtime's agents run as users of their own: they must pass through to their workspaces.
+fs.chmodSync(root, 0o711)
 const REVIEW = {
   summary: "Adds the cart.",
   findings: [

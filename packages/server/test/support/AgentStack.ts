@@ -25,16 +25,19 @@ import { layerTestServer, request } from "./TestServer.ts"
 
 export class TestRuntime extends Context.Service<TestRuntime, RuntimeProcess>()("test/AgentStack/TestRuntime") {}
 
-/** The runtime process, its data under a fresh temporary directory named after `name`. */
+/**
+ * The runtime process, its data under a fresh temporary directory named after `name` (0711: as
+ * root its agents run as users of their own and must pass through to their workspaces).
+ */
 export const layerTestRuntime = (name: string) =>
   Layer.effect(
     TestRuntime,
     Effect.acquireRelease(
-      Effect.promise(() =>
-        startRuntime({
-          BOSUN_RUNTIME_DATA_DIR: path.join(fs.mkdtempSync(path.join(os.tmpdir(), `${name}-`)), "runtime")
-        })
-      ),
+      Effect.promise(() => {
+        const root = fs.mkdtempSync(path.join(os.tmpdir(), `${name}-`))
+        fs.chmodSync(root, 0o711)
+        return startRuntime({ BOSUN_RUNTIME_DATA_DIR: path.join(root, "runtime") })
+      }),
       (runtime) => Effect.promise(() => runtime.stop())
     )
   )
