@@ -40,7 +40,10 @@
  *   these routes moves the head of the open pull requests from it;
  * - with an installation token, `POST /api/graphql`: the `reviewThreads(first:, after:)` query and
  *   the `resolveReviewThread`/`unresolveReviewThread` mutations, recognized by those field names,
- *   with NOT_FOUND and pagination errors in `errors` and status 200, as GitHub answers them;
+ *   with NOT_FOUND and pagination errors in `errors` and status 200, as GitHub answers them; a
+ *   comment's id as `fullDatabaseId` (GitHub's BigInt scalar, a string), and the deprecated 32-bit
+ *   `databaseId` of an id past 2^31 as GitHub's "Int cannot represent" error;
+ * - every id it issues (reviews, comments, threads, check runs, ...) above 2^32, as github.com's are;
  * - git's smart HTTP protocol for the repositories given a real bare repository, at
  *   `/:owner/:name.git`: `GET info/refs?service=git-upload-pack` and `POST git-upload-pack` (clone
  *   and fetch), with HTTP Basic whose password is an installation token reaching the repository
@@ -431,8 +434,9 @@ export class FakeGithub extends Context.Service<
           readonly status: number
           left: number
         }> = []
-        // GitHub's ids are unique across kinds; one counter keeps them apart here too.
-        let lastId = 1_000_000
+        // GitHub's ids are unique across kinds; one counter keeps them apart here too. They start
+        // above 2^32, as github.com's do now: a client that keeps them in 32 bits breaks here first.
+        let lastId = 2 ** 32 + 1_000_000
         const nextId = () => ++lastId
         let failure: number | undefined
 
@@ -1426,6 +1430,31 @@ export class FakeGithub extends Context.Service<
               }
               const start = after === undefined || after === null ? 0 : indexOfCursor(after) + 1
               const nodes = record.threads.slice(start, start + first)
+              // GitHub answers the deprecated 32-bit `databaseId` of a larger id with an error.
+              const overflow = /\bdatabaseId\b/.test(document)
+                ? nodes.flatMap((thread) => thread.commentIds).find((id) => id > 2 ** 31 - 1)
+                : undefined
+              if (overflow !== undefined) {
+                return json(200, {
+                  data: null,
+                  errors: [
+                    {
+                      message: `Int cannot represent non 32-bit signed integer value: ${overflow}`,
+                      path: [
+                        "repository",
+                        "pullRequest",
+                        "reviewThreads",
+                        "nodes",
+                        0,
+                        "comments",
+                        "nodes",
+                        0,
+                        "databaseId"
+                      ]
+                    }
+                  ]
+                })
+              }
               const end = start + nodes.length - 1
               return json(200, {
                 data: {
@@ -1442,7 +1471,13 @@ export class FakeGithub extends Context.Service<
                           comments: {
                             nodes: thread.commentIds
                               .slice(0, typeof commentsFirst === "number" ? commentsFirst : undefined)
-                              .map((databaseId) => ({ databaseId }))
+                              .map((id) =>
+                                // GitHub's BigInt scalar is a string; the deprecated Int field is
+                                // answered only as far as 32 bits reach (see the check above).
+                                /\bfullDatabaseId\b/.test(document)
+                                  ? { fullDatabaseId: String(id) }
+                                  : { databaseId: id }
+                              )
                           }
                         }))
                       }

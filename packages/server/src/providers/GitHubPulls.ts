@@ -83,11 +83,23 @@ interface ThreadsPage {
         readonly nodes: ReadonlyArray<{
           readonly id: string
           readonly isResolved: boolean
-          readonly comments: { readonly nodes: ReadonlyArray<{ readonly databaseId: number | null }> }
+          /** `fullDatabaseId` is GitHub's `BigInt` scalar, a decimal string in JSON. */
+          readonly comments: { readonly nodes: ReadonlyArray<{ readonly fullDatabaseId: string | null }> }
         }>
       }
     } | null
   } | null
+}
+
+/**
+ * A comment's id from `fullDatabaseId`: GitHub deprecates the 32-bit `databaseId`, which cannot
+ * hold the ids github.com issues now (above 2^31). REST carries the same ids as JSON numbers, exact
+ * in JavaScript below 2^53, so that is the bound kept here too; anything else is no id.
+ */
+const commentIdOf = (fullDatabaseId: string | null): number | undefined => {
+  if (fullDatabaseId === null || !/^\d{1,19}$/.test(fullDatabaseId)) return undefined
+  const id = BigInt(fullDatabaseId)
+  return id <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(id) : undefined
 }
 
 const THREADS_QUERY = `query ($owner: String!, $name: String!, $number: Int!, $after: String) {
@@ -95,7 +107,7 @@ const THREADS_QUERY = `query ($owner: String!, $name: String!, $number: Int!, $a
     pullRequest(number: $number) {
       reviewThreads(first: 100, after: $after) {
         pageInfo { hasNextPage endCursor }
-        nodes { id isResolved comments(first: 1) { nodes { databaseId } } }
+        nodes { id isResolved comments(first: 1) { nodes { fullDatabaseId } } }
       }
     }
   }
@@ -341,9 +353,10 @@ export class GitHubPulls extends Context.Service<
             threads.push({
               id: node.id,
               isResolved: node.isResolved,
-              commentIds: node.comments.nodes.flatMap((comment) =>
-                comment.databaseId === null ? [] : [comment.databaseId]
-              )
+              commentIds: node.comments.nodes.flatMap((comment) => {
+                const id = commentIdOf(comment.fullDatabaseId)
+                return id === undefined ? [] : [id]
+              })
             })
           }
           if (!connection.pageInfo.hasNextPage || connection.pageInfo.endCursor === null) return threads
