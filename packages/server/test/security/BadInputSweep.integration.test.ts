@@ -10,6 +10,7 @@ import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { RepositoriesRepo } from "../../src/persistence/RepositoriesRepo.ts"
 import { signIn } from "../support/Identity.ts"
+import { type JsonSchema, MISSED_ROUTE, type OpenApiDocument, resolveRefs } from "../support/OpenApiDocument.ts"
 import { rowCounts } from "../support/RowCounts.ts"
 import { layerTestServer, request, TEST_BOOTSTRAP_TOKEN } from "../support/TestServer.ts"
 
@@ -17,18 +18,6 @@ const ORG = "sweep"
 /** Both body limits, small so that one over-limit body exceeds either (webhook routes have their own). */
 const MAX_BODY_BYTES = 262_144
 const WEBHOOK_MAX_BODY_BYTES = 524_288
-
-interface JsonSchema {
-  readonly $ref?: string
-  readonly type?: string | ReadonlyArray<string>
-  readonly enum?: ReadonlyArray<unknown>
-  readonly properties?: Readonly<Record<string, JsonSchema>>
-  readonly items?: JsonSchema
-  readonly anyOf?: ReadonlyArray<JsonSchema>
-  readonly oneOf?: ReadonlyArray<JsonSchema>
-  readonly allOf?: ReadonlyArray<JsonSchema>
-  readonly additionalProperties?: boolean | JsonSchema
-}
 
 interface Operation {
   readonly method: string
@@ -38,35 +27,11 @@ interface Operation {
   readonly authenticated: boolean
 }
 
-interface OpenApiDocument {
-  readonly paths: Readonly<
-    Record<
-      string,
-      Readonly<
-        Record<
-          string,
-          {
-            readonly requestBody?: { readonly content?: Readonly<Record<string, { readonly schema?: JsonSchema }>> }
-            readonly security?: ReadonlyArray<unknown>
-          }
-        >
-      >
-    >
-  >
-  readonly components?: { readonly schemas?: Readonly<Record<string, JsonSchema>> }
-}
-
 const METHODS = new Set(["post", "put", "patch", "delete"])
 
 /** The operations taking `application/json`, their schemas with `$ref`s resolved. */
-const operationsOf = (document: OpenApiDocument): ReadonlyArray<Operation> => {
-  const resolve = (schema: JsonSchema): JsonSchema => {
-    const ref = schema.$ref
-    if (ref === undefined) return schema
-    const target = document.components?.schemas?.[ref.replace("#/components/schemas/", "")]
-    return target === undefined ? {} : resolve(target)
-  }
-  return Object.entries(document.paths).flatMap(([path, item]) =>
+const operationsOf = (document: OpenApiDocument): ReadonlyArray<Operation> =>
+  Object.entries(document.paths).flatMap(([path, item]) =>
     Object.entries(item).flatMap(([method, operation]) => {
       const schema = operation.requestBody?.content?.["application/json"]?.schema
       return METHODS.has(method) && schema !== undefined
@@ -74,29 +39,13 @@ const operationsOf = (document: OpenApiDocument): ReadonlyArray<Operation> => {
             {
               method: method.toUpperCase(),
               path,
-              schema: resolveDeep(schema, resolve),
+              schema: resolveRefs(document, schema),
               authenticated: (operation.security ?? []).length > 0
             }
           ]
         : []
     })
   )
-}
-
-const resolveDeep = (schema: JsonSchema, resolve: (schema: JsonSchema) => JsonSchema, depth = 0): JsonSchema => {
-  const resolved = resolve(schema)
-  if (depth > 20) return resolved
-  const next = (inner: JsonSchema) => resolveDeep(inner, resolve, depth + 1)
-  return {
-    ...resolved,
-    ...(resolved.properties === undefined
-      ? {}
-      : { properties: Object.fromEntries(Object.entries(resolved.properties).map(([k, v]) => [k, next(v)])) }),
-    ...(resolved.items === undefined ? {} : { items: next(resolved.items) }),
-    ...(resolved.anyOf === undefined ? {} : { anyOf: resolved.anyOf.map(next) }),
-    ...(resolved.oneOf === undefined ? {} : { oneOf: resolved.oneOf.map(next) })
-  }
-}
 
 const typeOf = (schema: JsonSchema): string | undefined => {
   if (typeof schema.type === "string") return schema.type
@@ -211,9 +160,6 @@ const variantsOf = (schema: JsonSchema): ReadonlyArray<Variant> => {
     )
   ]
 }
-
-/** Codes saying the request did not reach the operation's route with usable path parameters. */
-const MISSED_ROUTE = new Set(["route_not_found", "method_not_allowed", "invalid_path_parameter"])
 
 const settings = { maxBodyBytes: MAX_BODY_BYTES, webhookMaxBodyBytes: WEBHOOK_MAX_BODY_BYTES }
 

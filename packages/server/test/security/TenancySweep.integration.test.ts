@@ -17,39 +17,13 @@ import { RepositoriesRepo } from "../../src/persistence/RepositoriesRepo.ts"
 import { WorkflowRunsRepo } from "../../src/persistence/WorkflowRunsRepo.ts"
 import { WorkItemsRepo } from "../../src/persistence/WorkItemsRepo.ts"
 import { signIn } from "../support/Identity.ts"
+import { type JsonSchema, MISSED_ROUTE, type OpenApiDocument, resolveRefs } from "../support/OpenApiDocument.ts"
 import { rowCounts } from "../support/RowCounts.ts"
 import { baseUrl, layerTestServer, testSettings } from "../support/TestServer.ts"
 
 const ORG_A = "acme-tenancy"
 const ORG_B = "globex-tenancy"
 const MISSING_ORG = "nobody-tenancy"
-
-interface JsonSchema {
-  readonly $ref?: string
-  readonly type?: string | ReadonlyArray<string>
-  readonly enum?: ReadonlyArray<unknown>
-  readonly properties?: Readonly<Record<string, JsonSchema>>
-  readonly required?: ReadonlyArray<string>
-  readonly items?: JsonSchema
-  readonly anyOf?: ReadonlyArray<JsonSchema>
-  readonly oneOf?: ReadonlyArray<JsonSchema>
-  readonly minLength?: number
-  readonly minimum?: number
-  readonly minItems?: number
-  readonly additionalProperties?: boolean | JsonSchema
-}
-
-interface OpenApiOperation {
-  readonly parameters?: ReadonlyArray<{ readonly name: string; readonly in: string }>
-  readonly requestBody?: { readonly content?: Readonly<Record<string, { readonly schema?: JsonSchema }>> }
-  readonly responses?: Readonly<Record<string, { readonly content?: Readonly<Record<string, unknown>> }>>
-  readonly security?: ReadonlyArray<Readonly<Record<string, unknown>>>
-}
-
-interface OpenApiDocument {
-  readonly paths: Readonly<Record<string, Readonly<Record<string, OpenApiOperation>>>>
-  readonly components?: { readonly schemas?: Readonly<Record<string, JsonSchema>> }
-}
 
 interface Operation {
   readonly method: string
@@ -65,12 +39,6 @@ interface Operation {
 type Ids = Readonly<Record<string, string>>
 
 const operationsOf = (document: OpenApiDocument) => {
-  const resolve = (schema: JsonSchema): JsonSchema => {
-    const ref = schema.$ref
-    if (ref === undefined) return schema
-    const target = document.components?.schemas?.[ref.replace("#/components/schemas/", "")]
-    return target === undefined ? {} : resolve(target)
-  }
   const covered: Array<Operation> = []
   const skipped: Array<string> = []
   for (const [path, item] of Object.entries(document.paths)) {
@@ -87,7 +55,7 @@ const operationsOf = (document: OpenApiDocument) => {
         path,
         pathParams: [...path.matchAll(/\{(\w+)\}/g)].map((match) => match[1] ?? ""),
         queryParams: (operation.parameters ?? []).filter((p) => p.in === "query").map((p) => p.name),
-        body: schema === undefined ? undefined : resolveDeep(schema, resolve),
+        body: schema === undefined ? undefined : resolveRefs(document, schema),
         // The document describes the run stream by its JSON fallback only: its path names it.
         stream:
           path.endsWith("/stream") ||
@@ -96,24 +64,6 @@ const operationsOf = (document: OpenApiDocument) => {
     }
   }
   return { covered, skipped }
-}
-
-const resolveDeep = (schema: JsonSchema, resolve: (schema: JsonSchema) => JsonSchema, depth = 0): JsonSchema => {
-  const resolved = resolve(schema)
-  if (depth > 20) return resolved
-  const next = (inner: JsonSchema) => resolveDeep(inner, resolve, depth + 1)
-  return {
-    ...resolved,
-    ...(resolved.properties === undefined
-      ? {}
-      : { properties: Object.fromEntries(Object.entries(resolved.properties).map(([k, v]) => [k, next(v)])) }),
-    ...(resolved.items === undefined ? {} : { items: next(resolved.items) }),
-    ...(typeof resolved.additionalProperties === "object"
-      ? { additionalProperties: next(resolved.additionalProperties) }
-      : {}),
-    ...(resolved.anyOf === undefined ? {} : { anyOf: resolved.anyOf.map(next) }),
-    ...(resolved.oneOf === undefined ? {} : { oneOf: resolved.oneOf.map(next) })
-  }
 }
 
 const typeOf = (schema: JsonSchema): string | undefined => {
@@ -196,9 +146,6 @@ const send = (cookie: string, operation: Operation, target: string, body: string
     )
     return { ...answer, json }
   })
-
-/** Codes saying the request did not reach the operation's route with usable path parameters. */
-const MISSED_ROUTE = new Set(["route_not_found", "method_not_allowed", "invalid_path_parameter"])
 
 /** The problems of an answer that should be a 404 error envelope from the operation's own route. */
 const notFoundProblems = (answer: Answer) => {
