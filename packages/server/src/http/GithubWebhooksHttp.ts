@@ -18,7 +18,8 @@
  *   delivery for an account no organization here mirrors is acknowledged with `accepted: false`,
  *   not recorded, and an `installation` one logged at warn with the logins the Apps expect.
  * - `X-GitHub-Delivery` and `X-GitHub-Event` are required (400 naming the header); the body must
- *   be a JSON object (400). The body limit is `BOSUN_WEBHOOK_MAX_BODY_BYTES` (25 MB; 413 above).
+ *   be a JSON object (400), and, checked once the signature verified, hold no NUL, no lone
+ *   surrogate and no nesting deeper than 256 levels (400, `WebhookBody.refuseBadPayload`). The body limit is `BOSUN_WEBHOOK_MAX_BODY_BYTES` (25 MB; 413 above).
  * - The delivery row and, for an event Bosun handles, its `bosun-inbox` outbox row are written in
  *   one transaction. A redelivery of a recorded id answers `duplicate: true` and writes nothing; an
  *   event Bosun does not handle is recorded as ignored, with no outbox row.

@@ -13,6 +13,8 @@
  *   `BOSUN_LINEAR_WEBHOOK_MAX_AGE` (60 s) from now, is refused as a replay: 401, nothing written.
  *   The unsigned `Linear-Timestamp` header is required and checked the same way, but proves
  *   nothing alone: anyone resending a captured delivery can set it (and a new `Linear-Delivery`).
+ * - A signed, fresh payload holding a NUL, a lone surrogate or nesting deeper than 256 levels is a
+ *   400 (`refuseBadPayload`), nothing written.
  * - The delivery row and, for an event the inbox handles (Issue, Comment), its `bosun-inbox`
  *   outbox row are written in one transaction. A delivery id already recorded answers
  *   `duplicate: true` and writes nothing; other events are recorded as ignored.
@@ -42,7 +44,6 @@ export const HANDLED_LINEAR_EVENTS: ReadonlySet<string> = new Set(["Issue", "Com
 
 const decodePayload = Schema.decodeUnknownOption(Schema.fromJsonString(Schema.Record(Schema.String, Schema.Unknown)))
 
-/** Constant-time comparison of the hex signature with the one the secret gives. */
 /**
  * A delivery's subject (`WebhookDeliveries`): the issue it is about — an Issue's own id, a
  * Comment's `issueId` — so a comment is never applied before the issue's earlier delivery.
@@ -54,6 +55,7 @@ const issueOf = (event: string, payload: Readonly<Record<string, unknown>>): str
   return typeof id === "string" && id.length > 0 && id.length <= 512 ? id : null
 }
 
+/** Constant-time comparison of the hex signature with the one the secret gives. */
 export const linearSignatureMatches = (secret: string, body: string, signature: string) => {
   const expected = createHmac("sha256", secret).update(body).digest()
   const given = /^[0-9a-f]{64}$/i.test(signature) ? Buffer.from(signature, "hex") : Buffer.alloc(0)

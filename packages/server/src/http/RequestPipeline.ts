@@ -2,7 +2,8 @@
  * The outermost middleware every request passes through, matched route or not (spec: Errors 1-3,
  * Events 6, Health endpoints). In order, it:
  * - picks the request id (an inbound `X-Request-ID` matching the spec's pattern, else a new one)
- *   and sets it on every response;
+ *   and sets it on every response, with `X-Content-Type-Options: nosniff` and
+ *   `X-Frame-Options: DENY`;
  * - refuses a NUL character in the URL with a 400 (Postgres cannot store one);
  * - refuses a body larger than `BOSUN_MAX_BODY_BYTES` with a 413: at once when `Content-Length`
  *   says so, and while reading a body sent without it (the body stops being read at the limit);

@@ -7,7 +7,8 @@
  *   are required: a missing or malformed one is a 400 naming it, before anything else is read.
  * - The signature must be the HMAC-SHA256 of `v0:{timestamp}:{raw body}` under the signing secret
  *   of the workspace the payload's `team_id` names, compared in constant time; a timestamp more
- *   than 5 minutes from now is a replay. Either: 401, nothing written.
+ *   than 5 minutes from now is a replay. Either: 401, nothing written. A signed payload holding a
+ *   NUL, a lone surrogate or nesting deeper than 256 levels is then a 400 (`refuseBadPayload`).
  * - `url_verification` names no team: it is verified against every connected workspace's secret
  *   (connect the organization before pasting the URL into Slack) and answered with its challenge.
  * - `event_callback`: the delivery row (`slack_deliveries`, keyed by `event_id`) and, for the
