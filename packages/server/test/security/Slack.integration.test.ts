@@ -1,6 +1,6 @@
 /**
  * Slack connection input that a header cannot carry, over real HTTP: the bot token is refused
- * where it arrives, as a 400 naming the field, and Slack is never called with it.
+ * where it arrives, as a 400 naming the field, and nothing is stored.
  */
 import { FakeSlack } from "@bosun/testing"
 import { assert, layer } from "@effect/vitest"
