@@ -32,6 +32,7 @@ const benchRun = Effect.gen(function* () {
   const { repoUrl, timeLimitSeconds } = yield* settings
   const type: WorkflowType = {
     lane: "AGENT",
+    outputs: [],
     prepare: (run) =>
       Effect.sync(() => ({
         request: Schema.decodeUnknownSync(RunRequest)({

@@ -20,7 +20,7 @@
  *   `POST pulls/:n/reviews` (422 `Pull request review thread line must be part of the diff` when
  *   a comment's line range is not in the file's patch on its side; each comment opens a thread);
  *   `POST pulls/:n/comments/:id/replies`; `GET commits/:ref/check-runs` (`check_name`, `status`,
- *   `filter=latest|all`), `POST check-runs`; `POST issues/:n/comments`;
+ *   `filter=latest|all`), `POST check-runs`, `PATCH check-runs/:id`; `POST issues/:n/comments`;
  * - with the same installation token, backed by the real git repository given to
  *   `addGitRepository` (git plumbing on it; 404 for a repository without one), what opening a pull
  *   request through GitHub's Git Data API takes, under `/api/v3/repos/:owner/:repo`:
@@ -49,6 +49,8 @@
  *   and fetch), with HTTP Basic whose password is an installation token reaching the repository
  *   (401 with `WWW-Authenticate` without one, 404 `Repository not found.` where it does not
  *   reach); `git-receive-pack` (a push) answers 403.
+ * Every request is checked against GitHub's published descriptions (GithubDescription): one that
+ * breaks them is answered 422 (a GraphQL error), and fails the test when the fake closes.
  * Every request is recorded, and tests can fail the next calls matching a method and path, or
  * carry them out and hold the answer back.
  */
@@ -56,6 +58,7 @@ import { createHash, createPublicKey, randomBytes, verify } from "node:crypto"
 import { createServer, type IncomingMessage, type ServerResponse, STATUS_CODES } from "node:http"
 import type { AddressInfo } from "node:net"
 import { Context, Effect, Layer, Predicate } from "effect"
+import { graphqlRequestViolations, restRequestViolations } from "./GithubDescription.ts"
 import {
   type GitCommit,
   type GitTreeChange,
@@ -76,6 +79,30 @@ import {
   isGitSha
 } from "./GitRepository.ts"
 import { serveGitSmartHttp } from "./GitSmartHttp.ts"
+
+/**
+ * Checks a request against GitHub's own descriptions: REST under `/api/v3` against the OpenAPI
+ * description, `POST /api/graphql` against the GraphQL schema (deprecated fields included); OAuth
+ * and git's smart HTTP are not described there and pass.
+ */
+const describedViolations = (method: string, url: URL, body: string): ReadonlyArray<string> => {
+  const parsed = body === "" ? undefined : parseJson(body)
+  if (url.pathname === "/api/graphql" && method === "POST") {
+    const query = Predicate.isObject(parsed) && typeof parsed.query === "string" ? parsed.query : ""
+    const variables = Predicate.isObject(parsed) && Predicate.isObject(parsed.variables) ? parsed.variables : {}
+    return graphqlRequestViolations({ query, variables }).map((violation) => `GraphQL: ${violation}`)
+  }
+  if (!url.pathname.startsWith("/api/v3/")) return []
+  return restRequestViolations({ method, pathname: url.pathname, search: url.search, body: parsed })
+}
+
+const parseJson = (text: string): unknown => {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return text
+  }
+}
 
 export interface FakeGithubUser {
   readonly id: number
@@ -214,6 +241,12 @@ export interface FakeGithubFailure {
   readonly path: RegExp
   readonly status: number
   readonly times?: number
+  /** Headers of the failing answer (`Retry-After`, `X-RateLimit-*`). */
+  readonly headers?: Readonly<Record<string, string>>
+  /** GitHub's `message`; the status's reason phrase when absent. */
+  readonly message?: string
+  /** The whole answer instead (e.g. a GraphQL answer with `errors`, status 200). */
+  readonly body?: unknown
 }
 
 /** A call GitHub carries out at once but answers late (a client that dies before the answer never learns of it). */
@@ -371,6 +404,8 @@ export class FakeGithub extends Context.Service<
     readonly issueComments: (repository: string, number: number) => ReadonlyArray<FakeGithubIssueComment>
     /** Every check run created on the repository, oldest first. */
     readonly checkRuns: (repository: string) => ReadonlyArray<FakeGithubCheckRun>
+    /** The states check run `id` went through, in order (`in_progress`, then e.g. `success`). */
+    readonly checkRunStates: (id: number) => ReadonlyArray<string>
     /** A person's reply to review comment `commentId`, added to its thread as GitHub does; answers the reply's id. */
     readonly addReply: (
       repository: string,
@@ -399,6 +434,8 @@ export class FakeGithub extends Context.Service<
     readonly failWith: (status: number | undefined) => void
     /** Fail the next matching calls (any route), e.g. `{ method: "POST", path: /\/reviews$/, status: 502 }`. */
     readonly failNext: (failure: FakeGithubFailure) => void
+    /** Each request so far that broke GitHub's published REST or GraphQL description, and how. */
+    readonly violations: () => ReadonlyArray<string>
     /** Carry out the next matching calls but hold their answers back (e.g. to kill the client in between). */
     readonly delayNext: (delay: FakeGithubDelay) => void
   }
@@ -418,6 +455,8 @@ export class FakeGithub extends Context.Service<
         const requests: Array<RecordedRequest> = []
         const pulls = new Map<string, PullRecord>()
         const checkRuns = new Map<string, Array<FakeGithubCheckRun>>()
+        /** Each check run's states in order: its status while running, then its conclusion. */
+        const checkRunStates = new Map<number, Array<string>>()
         const compares = new Map<string, ReadonlyArray<string>>()
         const gitRepositories = new Map<string, string>()
         /** By repository, the numbers of the pull requests opened through `POST pulls`. */
@@ -432,8 +471,13 @@ export class FakeGithub extends Context.Service<
           readonly method: string
           readonly path: RegExp
           readonly status: number
+          readonly headers: Readonly<Record<string, string>>
+          readonly message: string | undefined
+          readonly body: unknown
           left: number
         }> = []
+        /** Requests that broke GitHub's published descriptions: each fails the test that made it. */
+        const violations: Array<string> = []
         // GitHub's ids are unique across kinds; one counter keeps them apart here too. They start
         // above 2^32, as github.com's do now: a client that keeps them in 32 bits breaks here first.
         let lastId = 2 ** 32 + 1_000_000
@@ -540,7 +584,23 @@ export class FakeGithub extends Context.Service<
           if (planned !== undefined) {
             planned.left -= 1
             if (planned.left <= 0) failures.splice(failures.indexOf(planned), 1)
-            return json(planned.status, { message: STATUS_CODES[planned.status] ?? "Error" })
+            return json(
+              planned.status,
+              planned.body ?? {
+                message: planned.message ?? STATUS_CODES[planned.status] ?? "Error",
+                documentation_url: "https://docs.github.com/rest"
+              },
+              planned.headers
+            )
+          }
+          const broken = describedViolations(method, url, body)
+          if (broken.length > 0) {
+            violations.push(...broken)
+            // GitHub answers a request its description does not allow with 422 (or an error in a
+            // GraphQL answer); the test that made it fails when the fake is closed too.
+            return url.pathname === "/api/graphql"
+              ? json(200, { errors: broken.map((message) => ({ message })) })
+              : json(422, { message: `Invalid request.\n\n${broken.join("\n")}` })
           }
           if (method === "POST" && url.pathname === "/login/oauth/access_token") {
             const params: Record<string, string> = req.headers["content-type"]?.includes("json")
@@ -1350,7 +1410,43 @@ export class FakeGithub extends Context.Service<
                 app: { id: installation.appId, slug: appSlugs.get(installation.appId) ?? "bosun" }
               }
               checkRuns.set(repository, [...runs, run])
+              checkRunStates.set(id, [run.conclusion ?? run.status])
               return json(201, run)
+            }
+            const updateRun = /^check-runs\/(\d+)$/.exec(route)
+            if (updateRun !== null && method === "PATCH") {
+              const id = Number(updateRun[1])
+              const current = runs.find((run) => run.id === id)
+              if (current === undefined) return json(404, { message: "Not Found" })
+              const { conclusion, output } = input
+              const status = input.status ?? (conclusion === undefined ? current.status : "completed")
+              const out = Predicate.isObject(output) ? output : {}
+              if (status === "completed" && typeof conclusion !== "string" && current.conclusion === null) {
+                return json(422, { message: "Invalid request.\n\nNo conclusion provided for a completed check run." })
+              }
+              const updated: FakeGithubCheckRun = {
+                ...current,
+                ...(typeof input.name === "string" ? { name: input.name } : {}),
+                ...(typeof input.external_id === "string" ? { external_id: input.external_id } : {}),
+                status: String(status),
+                conclusion: typeof conclusion === "string" ? conclusion : current.conclusion,
+                completed_at: status === "completed" ? (current.completed_at ?? timestamp()) : null,
+                output:
+                  output === undefined
+                    ? current.output
+                    : {
+                        title: typeof out.title === "string" ? out.title : null,
+                        summary: typeof out.summary === "string" ? out.summary : null,
+                        text: typeof out.text === "string" ? out.text : null,
+                        annotations_count: 0
+                      }
+              }
+              checkRuns.set(
+                repository,
+                runs.map((run) => (run.id === id ? updated : run))
+              )
+              checkRunStates.set(id, [...(checkRunStates.get(id) ?? []), updated.conclusion ?? updated.status])
+              return json(200, updated)
             }
             return json(404, { message: "Not Found" })
           }
@@ -1588,6 +1684,7 @@ export class FakeGithub extends Context.Service<
             threads: (repository, number) => structuredClone(pullOf(repository, number)?.threads ?? []),
             issueComments: (repository, number) => structuredClone(pullOf(repository, number)?.issueComments ?? []),
             checkRuns: (repository) => structuredClone(checkRuns.get(repository) ?? []),
+            checkRunStates: (id) => [...(checkRunStates.get(id) ?? [])],
             addReply: (repository, number, commentId, { login, body }) => {
               const record = pullOf(repository, number)
               const posted = record === undefined ? undefined : reply(record, commentId, account(login, "User"), body)
@@ -1626,13 +1723,34 @@ export class FakeGithub extends Context.Service<
             delayNext: ({ method, path, milliseconds, times }) => {
               delays.push({ method: method.toUpperCase(), path, milliseconds, left: times ?? 1 })
             },
-            failNext: ({ method, path, status, times }) => {
-              failures.push({ method: method.toUpperCase(), path, status, left: times ?? 1 })
-            }
+            failNext: ({ method, path, status, times, headers, message, body }) => {
+              failures.push({
+                method: method.toUpperCase(),
+                path,
+                status,
+                headers: headers ?? {},
+                message,
+                body,
+                left: times ?? 1
+              })
+            },
+            violations: () => [...violations]
           })
         }
       }),
-      ({ server }) => Effect.promise(() => new Promise<void>((resolve) => server.close(() => resolve())))
+      ({ server, service }) =>
+        Effect.promise(() => new Promise<void>((resolve) => server.close(() => resolve()))).pipe(
+          Effect.andThen(() => {
+            const broken = service.violations()
+            return broken.length === 0
+              ? Effect.void
+              : Effect.die(
+                  new Error(
+                    `FakeGithub: ${broken.length} request(s) broke GitHub's published description:\n${broken.slice(0, 20).join("\n")}`
+                  )
+                )
+          })
+        )
     ).pipe(Effect.map(({ service }) => service))
   )
 }

@@ -9,11 +9,14 @@
  * - `SealedRequests`: seals the run request — with the credentials the egress proxy may inject —
  *   and keeps it in the blob store at `runs/{run}/{attempt}/request.enc`; only the key travels
  *   between steps (spec: What the service does 7).
+ * - `RunOutputs`: the files of a run whose agent succeeded (the ones its workflow type publishes
+ *   from), kept in the blob store by run with the runtime's result, so a publish retried by a later
+ *   attempt reads them there and never runs the agent again.
  * - `SandboxProviders`: the providers this instance has configured, by name.
  * - `MigrationGate`: the Migrator's gate, the first thing every attempt passes.
  */
 import type { AttemptStep, Lane, RunRequest, RunState } from "@bosun/domain"
-import { Context, Data, type Effect } from "effect"
+import { Context, Data, type Effect, type Option } from "effect"
 import type { InjectionGrant } from "../sandbox/InjectionProxy.ts"
 import type { InstanceClass, SandboxProviderName, SandboxProviderShape } from "../sandbox/SandboxProvider.ts"
 
@@ -54,8 +57,13 @@ export interface PreparedAttempt {
  */
 export class AttemptError extends Data.TaggedError("AttemptError")<{
   readonly code: string
+  /** The provider's own words where a provider failed (never a secret). */
   readonly message: string
   readonly retryable: boolean
+  /** The outside service that failed (`github`, `slack`, ...), where one did. */
+  readonly provider?: string | undefined
+  /** That provider's HTTP status, where it answered. */
+  readonly status?: number | undefined
 }> {}
 
 export interface PublishInput {
@@ -78,6 +86,11 @@ export interface FailureReport {
 
 export interface WorkflowType {
   readonly lane: Lane
+  /**
+   * The files of the ended run that `publish` reads (`outputs/review.json`, `changes.diff`, ...):
+   * kept when the agent succeeds, so a retried publish needs neither the agent nor its sandbox.
+   */
+  readonly outputs: ReadonlyArray<string>
   readonly prepare: (run: AttemptRun) => Effect.Effect<PreparedAttempt, AttemptError>
   /** Runs only for a SUCCEEDED runtime result; the attempt fails with what it fails with. */
   readonly publish: (input: PublishInput) => Effect.Effect<void, AttemptError>
@@ -107,6 +120,31 @@ export class SealedRequests extends Context.Service<
     readonly read: (run: AttemptRun, key: string) => Effect.Effect<SealedAttempt, AttemptError>
   }
 >()("bosun/actors/SealedRequests") {}
+
+/** A run's kept outputs: the attempt whose agent made them, its result, and the files. */
+export interface KeptOutputs {
+  readonly attempt: number
+  readonly result: RunState
+}
+
+export class RunOutputs extends Context.Service<
+  RunOutputs,
+  {
+    /**
+     * Keeps `files` (a missing one as absent) and the result, by run; the result is written last,
+     * so a run with a kept result has all its files. Keeping them twice is harmless.
+     */
+    readonly keep: (
+      run: AttemptRun,
+      result: RunState,
+      files: ReadonlyArray<{ readonly path: string; readonly bytes: Uint8Array | null }>
+    ) => Effect.Effect<void, AttemptError>
+    /** The run's kept result, if an earlier attempt's agent succeeded. */
+    readonly kept: (run: AttemptRun) => Effect.Effect<Option.Option<KeptOutputs>, AttemptError>
+    /** A kept file; `output_missing` (not retryable) when the agent did not write it. */
+    readonly read: (run: AttemptRun, path: string) => Effect.Effect<Uint8Array, AttemptError>
+  }
+>()("bosun/actors/RunOutputs") {}
 
 export class SandboxProviders extends Context.Service<
   SandboxProviders,

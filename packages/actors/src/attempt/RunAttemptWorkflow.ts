@@ -30,9 +30,10 @@ import type { SandboxError, SandboxProviderName, SandboxProviderShape } from "..
 import { wakeScheduler } from "../scheduler/SchedulerEntity.ts"
 import { recordAttemptFailure } from "./AttemptMetrics.ts"
 import {
-  AttemptError,
+  type AttemptError,
   type AttemptRun,
   MigrationGate,
+  RunOutputs,
   SandboxProviders,
   SealedRequests,
   WorkflowTypes
@@ -44,7 +45,9 @@ import { leadingBatches } from "./LeadingBatches.ts"
 export class StepFailure extends Schema.TaggedError<StepFailure>()("StepFailure", {
   code: Schema.String,
   message: Schema.String,
-  retryable: Schema.Boolean
+  retryable: Schema.Boolean,
+  provider: Schema.optional(Schema.String),
+  status: Schema.optional(Schema.Number)
 }) {}
 
 export const RunAttemptWorkflow = Workflow.make("RunAttempt", {
@@ -68,7 +71,13 @@ const Acquired = Schema.Struct({ provider: SandboxName, id: Schema.String })
 const Executed = Schema.Struct({ finished: Schema.Boolean, result: Schema.NullOr(RunState) })
 
 const fromAttemptError = (error: AttemptError) =>
-  new StepFailure({ code: error.code, message: error.message, retryable: error.retryable })
+  new StepFailure({
+    code: error.code,
+    message: error.message,
+    retryable: error.retryable,
+    ...(error.provider === undefined ? {} : { provider: error.provider }),
+    ...(error.status === undefined ? {} : { status: error.status })
+  })
 
 const fromSandboxError = (error: SandboxError) =>
   new StepFailure({
@@ -94,9 +103,27 @@ const transient = (failure: StepFailure) =>
   failure.retryable &&
   (failure.code === "sandbox_unavailable" || failure.code === CURSOR_MOVED || failure.code.startsWith("runtime_"))
 
+/** One log line for a failed step: what failed, where, and the provider's own words. */
+const logStepFailure = (run: AttemptRun, name: AttemptStep, failure: StepFailure, retrying: boolean) =>
+  (retrying || failure.retryable ? Effect.logWarning : Effect.logError)(
+    retrying ? "attempt_step_retrying" : "attempt_step_failed"
+  ).pipe(
+    Effect.annotateLogs({
+      run_id: run.runId,
+      attempt: run.attempt,
+      step: name,
+      code: failure.code,
+      retryable: failure.retryable,
+      ...(failure.provider === undefined ? {} : { provider: failure.provider }),
+      ...(failure.status === undefined ? {} : { http_status: failure.status }),
+      error: failure.message
+    })
+  )
+
 /**
  * Runs a step's body: counted in `workflow_attempt_steps`, the attempt's lease renewed while it
- * runs, transient failures retried with backoff, the outcome recorded.
+ * runs, transient failures retried with backoff, the outcome recorded. Every failure logs one
+ * line: warn while it is retried (here, or by a later attempt), error when it ends the run's hope.
  */
 const step = <A, E, R>(run: AttemptRun, name: AttemptStep, body: Effect.Effect<A, E, R>) =>
   Effect.gen(function* () {
@@ -107,6 +134,9 @@ const step = <A, E, R>(run: AttemptRun, name: AttemptStep, body: Effect.Effect<A
       Schedule.forever
     )
     const outcome = yield* body.pipe(
+      Effect.tapError((error) =>
+        error instanceof StepFailure && transient(error) ? logStepFailure(run, name, error, true) : Effect.void
+      ),
       Effect.retry({
         schedule: Schedule.exponential(settings.stepRetryBase),
         times: settings.stepRetries,
@@ -115,6 +145,13 @@ const step = <A, E, R>(run: AttemptRun, name: AttemptStep, body: Effect.Effect<A
       Effect.raceFirst(Effect.andThen(renew, Effect.never)),
       Effect.exit
     )
+    if (outcome._tag === "Failure") {
+      for (const reason of outcome.cause.reasons) {
+        if (reason._tag === "Fail" && reason.error instanceof StepFailure && reason.error.code !== "cancelled") {
+          yield* logStepFailure(run, name, reason.error, false)
+        }
+      }
+    }
     yield* Records.stepFinished(
       run.attemptId,
       name,
@@ -230,6 +267,31 @@ const executeChunk = (run: AttemptRun, prepared: Prepared) =>
     return { finished: true, result }
   })
 
+/**
+ * The files the workflow type publishes from, copied from the runtime into the blob store with
+ * the result, so a publish retried by a later attempt needs neither the agent nor its sandbox.
+ */
+const keepOutputs = (run: AttemptRun, prepared: Prepared, result: RunState) =>
+  Effect.gen(function* () {
+    const type = (yield* WorkflowTypes).get(run.workflowType)
+    const { connection } = yield* connect(run, prepared)
+    const files = yield* Effect.forEach(type?.outputs ?? [], (path) =>
+      connection.file(run.attemptId, path).pipe(
+        Effect.map((bytes): Uint8Array | null => bytes),
+        Effect.catchIf(
+          (error) => error.reason === "NotFound",
+          () => Effect.succeed(null)
+        ),
+        Effect.mapError(fromRuntimeError),
+        Effect.map((bytes) => ({ path, bytes }))
+      )
+    )
+    yield* Effect.mapError(
+      Effect.flatMap(RunOutputs, (outputs) => outputs.keep(run, result, files)),
+      fromAttemptError
+    )
+  })
+
 const stale = () =>
   new StepFailure({
     code: "attempt_superseded",
@@ -264,44 +326,95 @@ export const RunAttemptWorkflowLive = RunAttemptWorkflow.toLayer(
       if (Option.isNone(loaded)) return yield* Effect.logWarning("run_attempt_missing", payload)
       const run = loaded.value.run
 
-      const prepared = yield* Activity.make({
-        name: "prepare",
-        success: Prepared,
+      // An earlier attempt's agent succeeded and its outputs were kept: only publish is left.
+      const kept = yield* Activity.make({
+        name: "kept-outputs",
+        success: Schema.NullOr(RunState),
         error: StepFailure,
         execute: step(
           run,
           "prepare",
           Effect.gen(function* () {
-            yield* Effect.flatMap(MigrationGate, (gate) => gate.awaitReady)
-            yield* checkCancel(run)
-            const type = (yield* WorkflowTypes).get(run.workflowType)
-            if (type === undefined) {
-              return yield* new StepFailure({
-                code: "unknown_workflow_type",
-                message: `no workflow type ${run.workflowType} is registered`,
-                retryable: false
-              })
-            }
-            const made = yield* Effect.mapError(type.prepare(run), fromAttemptError)
-            const requestKey = yield* Effect.mapError(
-              Effect.flatMap(SealedRequests, (requests) =>
-                requests.write(run, { request: made.request, grants: made.grants })
-              ),
+            const found = yield* Effect.mapError(
+              Effect.flatMap(RunOutputs, (outputs) => outputs.kept(run)),
               fromAttemptError
             )
-            yield* Records.recordPrepared(run, { requestKey, model: made.model, provider: made.provider })
-            return {
-              requestKey,
-              provider: made.sandbox.provider,
-              instanceClass: made.sandbox.instanceClass,
-              egressTier: made.sandbox.egressTier,
-              agent: made.request.agent.kind
-            }
+            if (Option.isNone(found)) return null
+            yield* Effect.logInfo("attempt_publishes_kept_outputs").pipe(
+              Effect.annotateLogs({ run_id: run.runId, attempt: run.attempt, agent_attempt: found.value.attempt })
+            )
+            return found.value.result
           })
         )
       }).pipe(Effect.result)
+      const resumed = kept._tag === "Success" && kept.success !== null
+
+      const prepared = resumed
+        ? undefined
+        : yield* Activity.make({
+            name: "prepare",
+            success: Prepared,
+            error: StepFailure,
+            execute: step(
+              run,
+              "prepare",
+              Effect.gen(function* () {
+                yield* Effect.flatMap(MigrationGate, (gate) => gate.awaitReady)
+                yield* checkCancel(run)
+                const type = (yield* WorkflowTypes).get(run.workflowType)
+                if (type === undefined) {
+                  return yield* new StepFailure({
+                    code: "unknown_workflow_type",
+                    message: `no workflow type ${run.workflowType} is registered`,
+                    retryable: false
+                  })
+                }
+                const made = yield* Effect.mapError(type.prepare(run), fromAttemptError)
+                const requestKey = yield* Effect.mapError(
+                  Effect.flatMap(SealedRequests, (requests) =>
+                    requests.write(run, { request: made.request, grants: made.grants })
+                  ),
+                  fromAttemptError
+                )
+                yield* Records.recordPrepared(run, { requestKey, model: made.model, provider: made.provider })
+                return {
+                  requestKey,
+                  provider: made.sandbox.provider,
+                  instanceClass: made.sandbox.instanceClass,
+                  egressTier: made.sandbox.egressTier,
+                  agent: made.request.agent.kind
+                }
+              })
+            )
+          }).pipe(Effect.result)
+
+      const publish = (result: RunState) =>
+        Activity.make({
+          name: "publish",
+          error: StepFailure,
+          execute: step(
+            run,
+            "publish",
+            Effect.gen(function* () {
+              const type = (yield* WorkflowTypes).get(run.workflowType)
+              if (type === undefined) return
+              const outputs = yield* RunOutputs
+              yield* Effect.mapError(
+                type.publish({ run, result, file: (path) => outputs.read(run, path) }),
+                fromAttemptError
+              )
+            })
+          )
+        })
 
       const main = Effect.gen(function* () {
+        if (kept._tag === "Failure") return yield* kept.failure
+        if (kept.success !== null) {
+          yield* publish(kept.success)
+          return kept.success
+        }
+        if (prepared === undefined)
+          return yield* Effect.die(new Error("an attempt without kept outputs was not prepared"))
         if (prepared._tag === "Failure") return yield* prepared.failure
         const ready = prepared.success
         yield* Activity.make({
@@ -331,34 +444,11 @@ export const RunAttemptWorkflowLive = RunAttemptWorkflow.toLayer(
           const result = executed.result
           if (result.status === "SUCCEEDED") {
             yield* Activity.make({
-              name: "publish",
+              name: "keep-outputs",
               error: StepFailure,
-              execute: step(
-                run,
-                "publish",
-                Effect.gen(function* () {
-                  const type = (yield* WorkflowTypes).get(run.workflowType)
-                  if (type === undefined) return
-                  const { connection } = yield* connect(run, ready)
-                  yield* Effect.mapError(
-                    type.publish({
-                      run,
-                      result,
-                      file: (path) =>
-                        connection
-                          .file(run.attemptId, path)
-                          .pipe(
-                            Effect.mapError(
-                              (error) =>
-                                new AttemptError({ code: "file_unavailable", message: error.message, retryable: true })
-                            )
-                          )
-                    }),
-                    fromAttemptError
-                  )
-                })
-              )
+              execute: step(run, "execute", keepOutputs(run, ready, result))
             })
+            yield* publish(result)
           }
           return result
         }
@@ -377,7 +467,8 @@ export const RunAttemptWorkflowLive = RunAttemptWorkflow.toLayer(
                     ? "cancelled"
                     : (ended.success.error?.code ?? "agent_failed"),
               error: ended.success.error,
-              usage: ended.success.usage
+              // A publish of kept outputs ran no agent: the usage was the earlier attempt's.
+              usage: resumed ? null : ended.success.usage
             }
           : {
               status: ended.failure.code === "cancelled" ? "CANCELLED" : "FAILED",
@@ -437,7 +528,7 @@ export const RunAttemptWorkflowLive = RunAttemptWorkflow.toLayer(
           run,
           "release-sandbox",
           Effect.gen(function* () {
-            if (prepared._tag === "Failure") return
+            if (prepared === undefined || prepared._tag === "Failure") return
             const current = yield* Records.loadAttempt(run.organizationId, run.runId, run.attempt)
             const sandboxId = Option.getOrUndefined(current)?.sandboxId
             if (sandboxId === null || sandboxId === undefined) return

@@ -1,6 +1,7 @@
 /**
  * The server's side of the attempt ports (`@bosun/actors/attempt/AttemptPorts`): sealed run
- * requests in the blob store, the sandbox providers this instance has, and the Migrator's gate.
+ * requests and kept run outputs in the blob store, the sandbox providers this instance has, and
+ * the Migrator's gate.
  *
  * A sealed request is the JSON of the run request plus the injection grants, sealed with the
  * instance master key (AES-256-GCM) and bound to its blob key and attempt, so an envelope copied
@@ -11,6 +12,7 @@
 import {
   AttemptError,
   MigrationGate,
+  RunOutputs,
   SandboxProviders,
   type SealedAttempt,
   SealedRequests
@@ -21,7 +23,8 @@ import { layerHostedSandbox } from "@bosun/actors/sandbox/HostedSandbox"
 import { InjectionProxy } from "@bosun/actors/sandbox/InjectionProxy"
 import { layerPlatformContainer } from "@bosun/actors/sandbox/PlatformContainer"
 import { SandboxProvider } from "@bosun/actors/sandbox/SandboxProvider"
-import { Context, Effect, Layer, Option, Redacted, Stream } from "effect"
+import { RunState } from "@bosun/domain"
+import { Context, Effect, Layer, Option, Redacted, Schema, Stream } from "effect"
 import { AppConfig } from "../config/AppConfig.ts"
 import { Secrets } from "../crypto/Secrets.ts"
 import { Migrator } from "../persistence/Migrator.ts"
@@ -78,6 +81,92 @@ export const SealedRequestsLive = Layer.effect(
             grants: parsed.grants.map((grant) => ({ ...grant, value: Redacted.make(grant.value) }))
           } satisfies SealedAttempt
         }).pipe(Effect.withSpan("SealedRequests.read"))
+    })
+  })
+)
+
+/**
+ * Spec: the blob store keeps run artifacts, diffs and outputs — `runs/{run}/outputs/{path}`, with
+ * `runs/{run}/outputs.json` (the attempt, the runtime's result, which files exist) written last.
+ * Outputs are the repository's own content and the agent's text, not secrets: kept unsealed.
+ */
+export const outputKeyOf = (runId: string, path: string) => `runs/${runId}/outputs/${path}`
+const manifestKeyOf = (runId: string) => `runs/${runId}/outputs.json`
+
+const Manifest = Schema.fromJsonString(
+  Schema.Struct({ attempt: Schema.Int, result: RunState, files: Schema.Record(Schema.String, Schema.Boolean) })
+)
+const decodeManifest = Schema.decodeUnknownEffect(Manifest)
+const encodeManifest = Schema.encodeSync(Manifest)
+
+export const RunOutputsLive = Layer.effect(
+  RunOutputs,
+  Effect.gen(function* () {
+    const blobs = yield* BlobStore
+    const unavailable = (error: { readonly message: string }) =>
+      new AttemptError({ code: "blob_store_unavailable", message: error.message, retryable: true })
+    const bytesOf = (key: string) =>
+      blobs.get(key).pipe(
+        Effect.flatMap(Stream.runCollect),
+        Effect.map((chunks) => new Uint8Array(Buffer.concat(Array.from(chunks)))),
+        Effect.map(Option.some),
+        Effect.catchIf(
+          (error) => error.reason === "NotFound",
+          () => Effect.succeed(Option.none<Uint8Array>())
+        ),
+        Effect.mapError(unavailable)
+      )
+    const manifestOf = (runId: string) =>
+      Effect.flatMap(bytesOf(manifestKeyOf(runId)), (bytes) =>
+        Option.isNone(bytes)
+          ? Effect.succeed(Option.none<typeof Manifest.Type>())
+          : decodeManifest(new TextDecoder().decode(bytes.value)).pipe(
+              Effect.map(Option.some),
+              Effect.mapError(
+                (error) =>
+                  new AttemptError({ code: "run_outputs_unreadable", message: error.message, retryable: false })
+              )
+            )
+      )
+    return RunOutputs.of({
+      keep: (run, result, files) =>
+        Effect.gen(function* () {
+          for (const file of files) {
+            if (file.bytes === null) continue
+            yield* blobs
+              .put(outputKeyOf(run.runId, file.path), file.bytes, { contentType: "application/octet-stream" })
+              .pipe(Effect.mapError(unavailable))
+          }
+          const manifest = encodeManifest({
+            attempt: run.attempt,
+            result,
+            files: Object.fromEntries(files.map((file) => [file.path, file.bytes !== null]))
+          })
+          yield* blobs
+            .put(manifestKeyOf(run.runId), new TextEncoder().encode(manifest), { contentType: "application/json" })
+            .pipe(Effect.mapError(unavailable))
+        }).pipe(Effect.withSpan("RunOutputs.keep")),
+      kept: (run) =>
+        Effect.map(
+          manifestOf(run.runId),
+          Option.map((manifest) => ({ attempt: manifest.attempt, result: manifest.result }))
+        ).pipe(Effect.withSpan("RunOutputs.kept")),
+      read: (run, path) =>
+        Effect.gen(function* () {
+          const manifest = yield* manifestOf(run.runId)
+          const bytes =
+            Option.isSome(manifest) && manifest.value.files[path] === true
+              ? yield* bytesOf(outputKeyOf(run.runId, path))
+              : Option.none<Uint8Array>()
+          if (Option.isNone(bytes)) {
+            return yield* new AttemptError({
+              code: "output_missing",
+              message: `the agent did not write ${path}`,
+              retryable: false
+            })
+          }
+          return bytes.value
+        }).pipe(Effect.withSpan("RunOutputs.read"))
     })
   })
 )

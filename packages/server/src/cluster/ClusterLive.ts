@@ -11,13 +11,14 @@ import { layerActors } from "@bosun/actors/cluster/ActorsLive"
 import { Effect, Layer } from "effect"
 import { AppConfig } from "../config/AppConfig.ts"
 import { DeviceAuthorizationsLive } from "../persistence/DeviceAuthorizationsRepo.ts"
-import { MigrationGateLive, SandboxProvidersLive, SealedRequestsLive } from "./AttemptPortsLive.ts"
+import { MigrationGateLive, RunOutputsLive, SandboxProvidersLive, SealedRequestsLive } from "./AttemptPortsLive.ts"
 
 export const layerClusterRunner = <E, R>(workflowTypes: Layer.Layer<WorkflowTypes, E, R>) =>
   Layer.unwrap(Effect.map(AppConfig, (config) => layerActors(config.cluster))).pipe(
     Layer.provide(
       Layer.mergeAll(
         SealedRequestsLive,
+        RunOutputsLive,
         MigrationGateLive,
         SandboxProvidersLive,
         DeviceAuthorizationsLive,

@@ -133,6 +133,13 @@ export interface AppSettings {
   }
   /** GitHub's REST API (github.com, or a GitHub Enterprise Server's `/api/v3`). */
   readonly githubApiUrl: URL
+  /** How calls to GitHub are retried and paced (GitHubClient). */
+  readonly github: {
+    readonly retryBase: Duration.Duration
+    readonly retries: number
+    readonly writeInterval: Duration.Duration
+    readonly maxRateLimitWait: Duration.Duration
+  }
   /** Composio's API (connected apps): https, or plain http on a loopback host only. */
   readonly composioApiUrl: URL
   /** OpenRouter's API, where the UsageCache reads an organization's key usage. */
@@ -380,6 +387,12 @@ export const appConfig: Config.Config<AppSettings> = Config.all({
     maxAge: duration("BOSUN_SESSION_MAX_AGE", Duration.days(30))
   }),
   githubApiUrl: Config.URL("BOSUN_GITHUB_API_URL").pipe(Config.withDefault(new URL("https://api.github.com"))),
+  github: Config.all({
+    retryBase: duration("BOSUN_GITHUB_RETRY_BASE", Duration.seconds(1)),
+    retries: Config.Int("BOSUN_GITHUB_RETRIES").pipe(Config.withDefault(3)),
+    writeInterval: duration("BOSUN_GITHUB_WRITE_INTERVAL", Duration.seconds(1)),
+    maxRateLimitWait: duration("BOSUN_GITHUB_MAX_RATE_LIMIT_WAIT", Duration.seconds(60))
+  }),
   composioApiUrl: credentialedApiUrl("BOSUN_COMPOSIO_API_URL", "https://backend.composio.dev"),
   openRouterApiUrl: credentialedApiUrl("BOSUN_OPENROUTER_API_URL", "https://openrouter.ai/api/v1"),
   slackApiUrl: credentialedApiUrl("BOSUN_SLACK_API_URL", "https://slack.com/api/"),

@@ -23,6 +23,14 @@ export const RATE_LIMIT_WAITS = 5
 /** The longest `Retry-After` waited out within a delivery; longer ones fail it for the queue to retry. */
 export const MAX_RETRY_AFTER = Duration.seconds(60)
 
+/** Which delivery of its `bosun-effects` message a handler runs in. */
+export interface EffectDelivery {
+  /** 1 on the first delivery. */
+  readonly deliveries: number
+  /** The queue dead-letters the message if this delivery fails. */
+  readonly last: boolean
+}
+
 /** What a provider call's failure may say: its message, and when rate limited, how long to wait. */
 export interface CallFailure {
   readonly message: string

@@ -2,6 +2,7 @@
  * The one `bosun-effects` consumer (issue 9, "Outbound effects"; spec: What the service does 9,
  * Events 4-5): every outbound provider call decided outside a run's publish step arrives as an
  * outbox row on this queue, and its kind names the handler — GitHub (`github/GithubEffects.ts`),
+ * reviews a run decided (`review/ReviewDelivery.ts`),
  * Slack (`slack/SlackEffects.ts`), Linear (`linear/LinearEffects.ts`). Each handler makes its call
  * once (`EffectOnce`). A failed call fails the message, which the queue retries and after five
  * deliveries moves to `bosun-effects-dlq` with the provider's error, for `bosun queues
@@ -13,17 +14,23 @@ import { makeGithubEffectHandlers } from "../github/GithubEffects.ts"
 import { makeLinearEffectHandlers } from "../linear/LinearEffects.ts"
 import { outboundEffectFailures, providerOfKind } from "../observability/Metrics.ts"
 import { Migrator } from "../persistence/Migrator.ts"
+import { makeReviewDelivery } from "../review/ReviewDelivery.ts"
 import { makeSlackEffectHandlers } from "../slack/SlackEffects.ts"
 import { Outbox } from "../storage/Outbox.ts"
-import { Queues } from "../storage/Queue.ts"
+import { MAX_DELIVERIES, Queues } from "../storage/Queue.ts"
+import type { EffectDelivery } from "./EffectOnce.ts"
 
 export const EffectsConsumerLive = Layer.effectDiscard(
   Effect.gen(function* () {
     const queues = yield* Queues
     const outbox = yield* Outbox
     const migrator = yield* Migrator
-    const handlers = new Map<string, (payload: unknown) => Effect.Effect<void, { readonly message: string }>>([
+    const handlers = new Map<
+      string,
+      (payload: unknown, delivery: EffectDelivery) => Effect.Effect<void, { readonly message: string }>
+    >([
       ...(yield* makeGithubEffectHandlers),
+      ...(yield* makeReviewDelivery),
       ...(yield* makeSlackEffectHandlers),
       ...(yield* makeLinearEffectHandlers)
     ])
@@ -35,7 +42,10 @@ export const EffectsConsumerLive = Layer.effectDiscard(
             const call =
               handler === undefined
                 ? Effect.die(new Error(`bosun-effects has no handler for kind ${row.kind}`))
-                : handler(row.payload)
+                : handler(row.payload, {
+                    deliveries: message.deliveries,
+                    last: message.deliveries >= MAX_DELIVERIES
+                  })
             return call.pipe(
               Effect.onError((cause) =>
                 Cause.hasInterruptsOnly(cause)

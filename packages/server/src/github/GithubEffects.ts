@@ -1,6 +1,6 @@
 /**
  * The `bosun-effects` consumer for GitHub effects made outside a run's publish step (issue 8: the
- * max_changed_files notice, the check run of a review that failed; spec: What the service does
+ * max_changed_files notice, the check runs of a review; spec: What the service does
  * 9): a `github.pr_comment` outbox row names the pull request, the comment and its idempotency
  * key; a `github.check_run` row the commit, the check run and its key (also its external id).
  *
@@ -10,6 +10,7 @@
  * the queue retries and finally dead-letters. `EffectsConsumer` routes the rows here by kind.
  */
 import { Effect, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import { makeEffectOnce } from "../effects/EffectOnce.ts"
 import { GitHubPulls } from "../providers/GitHubPulls.ts"
 
@@ -26,15 +27,18 @@ const PrComment = Schema.Struct({
 
 export const GITHUB_CHECK_RUN = "github.check_run"
 
-/** A completed check run on a commit: how a review that failed says so on the pull request. */
+/** A check run on a commit in one state: how a review says it started, ended, failed or was superseded. */
 export const CheckRun = Schema.Struct({
   organization_id: Schema.String,
   owner: Schema.String,
   name: Schema.String,
   head_sha: Schema.String,
   idempotency_key: Schema.String,
+  /** The check run this moves (one per review run); absent: the idempotency key names its own. */
+  external_id: Schema.optional(Schema.String),
   check_name: Schema.String,
-  conclusion: Schema.Literals(["success", "failure", "neutral", "action_required"]),
+  /** Absent: the check run is in progress. */
+  conclusion: Schema.optional(Schema.Literals(["success", "failure", "neutral", "action_required"])),
   title: Schema.String,
   summary: Schema.String
 })
@@ -44,6 +48,7 @@ export const commentMarker = (key: string) => `<!-- bosun:effect:${key} -->`
 
 export const makeGithubEffectHandlers = Effect.gen(function* () {
   const once = yield* makeEffectOnce
+  const sql = yield* SqlClient.SqlClient
   const pulls = yield* GitHubPulls
 
   const postComment = Effect.fn("GithubEffects.postComment")(function* (payload: unknown) {
@@ -73,29 +78,44 @@ export const makeGithubEffectHandlers = Effect.gen(function* () {
 
   const createCheckRun = Effect.fn("GithubEffects.createCheckRun")(function* (payload: unknown) {
     const check = yield* Schema.decodeUnknownEffect(CheckRun)(payload).pipe(Effect.orDie)
-    yield* once({
-      organizationId: check.organization_id,
-      kind: GITHUB_CHECK_RUN,
-      key: check.idempotency_key,
-      request: check,
-      // `checkRun` finds the one it already created by the external id, so a retry makes none.
-      call: () =>
-        Effect.map(
-          pulls.checkRun(
-            check.organization_id,
-            { owner: check.owner, name: check.name },
-            {
-              name: check.check_name,
-              headSha: check.head_sha,
-              conclusion: check.conclusion,
-              title: check.title,
-              summary: check.summary,
-              externalId: check.idempotency_key
-            }
-          ),
-          (id) => ({ check_run_id: id })
+    const externalId = check.external_id ?? check.idempotency_key
+    // Two states of one check run (started, ended) may be delivered at once: one at a time, or
+    // both would find none and create two.
+    const serialized = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+      sql.withTransaction(
+        Effect.andThen(
+          sql`SELECT pg_advisory_xact_lock(hashtext(${`check_run:${check.organization_id}:${externalId}`}))`,
+          effect
         )
-    })
+      )
+    yield* serialized(
+      once({
+        organizationId: check.organization_id,
+        kind: GITHUB_CHECK_RUN,
+        key: check.idempotency_key,
+        request: check,
+        // `checkRun` finds the one it already created by the external id, so a retry makes none.
+        call: () =>
+          Effect.map(
+            pulls.checkRun(
+              check.organization_id,
+              { owner: check.owner, name: check.name },
+              {
+                name: check.check_name,
+                headSha: check.head_sha,
+                conclusion: check.conclusion,
+                title: check.title,
+                summary: check.summary,
+                externalId
+              }
+            ),
+            (id) => ({ check_run_id: id })
+          )
+      })
+    ).pipe(
+      Effect.catchTag("SqlError", (error) => Effect.die(error)),
+      Effect.provideService(SqlClient.SqlClient, sql)
+    )
   })
 
   return [

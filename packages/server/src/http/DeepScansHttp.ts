@@ -51,6 +51,8 @@ const toHttp = (error: GitHubAppError) => {
       return Conflict.fromCode(ErrorCodes.githubAppNotInstalled, error.message)
     case "NotFound":
       return Conflict.fromCode(ErrorCodes.defaultBranchNotFound, error.message)
+    case "Refused":
+    case "RateLimited":
     case "Unavailable":
       return BadGateway.fromCode(ErrorCodes.githubUnavailable, error.message)
   }

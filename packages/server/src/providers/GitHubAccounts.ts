@@ -3,10 +3,8 @@
  * `bosun organizations link` resolves, so an organization records the account id it was set up
  * for before any installation names one. It reads nothing else about the account.
  */
-import { request as octokitRequest } from "@octokit/request"
 import { Context, Effect, Layer, Option } from "effect"
-import { AppConfig } from "../config/AppConfig.ts"
-import { type GitHubAppError, statusOf, unavailable } from "./GitHubApp.ts"
+import { type GitHubAppError, GitHubClient } from "./GitHubClient.ts"
 
 export interface GithubAccount {
   readonly id: number
@@ -24,28 +22,23 @@ export class GitHubAccounts extends Context.Service<
   static readonly layer = Layer.effect(
     GitHubAccounts,
     Effect.gen(function* () {
-      const config = yield* AppConfig
-      const request = octokitRequest.defaults({
-        baseUrl: config.githubApiUrl.href.replace(/\/$/, ""),
-        headers: { "user-agent": "bosun" }
-      })
+      const client = yield* GitHubClient
       const byLogin = Effect.fn("GitHubAccounts.byLogin")(function* (login: string) {
-        return yield* Effect.tryPromise({
-          try: (signal) => request("GET /users/{username}", { username: login, request: { signal } }),
-          catch: (cause) => cause
-        }).pipe(
-          // Account ids are far below 2^53; the description types them as number | bigint.
-          Effect.map(({ data }) =>
-            Option.some<GithubAccount>({ id: Number(data.id), login: data.login, type: data.type })
-          ),
-          Effect.catch((cause) =>
-            statusOf(cause) === 404
-              ? Effect.succeed(Option.none<GithubAccount>())
-              : Effect.fail(unavailable("GET /users/{username}")(cause))
+        return yield* client
+          .call("public", "GET /users/{username}", undefined, (octokit, signal) =>
+            octokit.request("GET /users/{username}", { username: login, request: { signal } })
           )
-        )
+          .pipe(
+            // Account ids are far below 2^53; the description types them as number | bigint.
+            Effect.map(({ data }) =>
+              Option.some<GithubAccount>({ id: Number(data.id), login: data.login, type: data.type })
+            ),
+            Effect.catch((error) =>
+              error.reason === "NotFound" ? Effect.succeed(Option.none<GithubAccount>()) : Effect.fail(error)
+            )
+          )
       })
       return GitHubAccounts.of({ byLogin })
     })
-  )
+  ).pipe(Layer.provide(GitHubClient.layer))
 }

@@ -2,7 +2,7 @@
  * GitHub, as the organization's GitHub App sees it (spec: Authentication 5; DESIGN: provider
  * clients): the App's JWT from its sealed private key (`@octokit/auth-app`), the installation
  * that reaches a repository, installation access tokens, and the REST reads Bosun makes with
- * them (`@octokit/request`), all against `BOSUN_GITHUB_API_URL` (GitHub Enterprise works the same).
+ * them (GitHubClient: Octokit with GitHub's retry and throttling plugins), all against `BOSUN_GITHUB_API_URL` (GitHub Enterprise works the same).
  *
  * Installation tokens are cached sealed in the short-lived cache (Redis when configured, so every
  * replica shares them) until five minutes before GitHub says they expire: an envelope bound to
@@ -12,28 +12,25 @@
  */
 import { createAppAuth } from "@octokit/auth-app"
 import { request as octokitRequest } from "@octokit/request"
-import { Context, Data, Duration, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { Context, Duration, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { AppConfig } from "../config/AppConfig.ts"
 import { Secrets } from "../crypto/Secrets.ts"
 import { GithubAppsRepo } from "../persistence/GithubAppsRepo.ts"
 import { Cache } from "../storage/Cache.ts"
+import { GitHubAppError, GitHubClient } from "./GitHubClient.ts"
 
-export class GitHubAppError extends Data.TaggedError("GitHubAppError")<{
-  /**
-   * NotConfigured: the organization has no App (or its private key does not sign);
-   * NotInstalled: the App is not installed on the repository; NotFound: GitHub has no such
-   * branch; Unavailable: GitHub failed or refused the App's credentials.
-   */
-  readonly reason: "NotConfigured" | "NotInstalled" | "NotFound" | "Unavailable"
-  readonly message: string
-  /** GitHub's HTTP status, where GitHub answered (absent: not reached, or refused before any request). */
-  readonly status?: number | undefined
-}> {}
+export { GitHubAppError, githubFailure, retryableGithubError } from "./GitHubClient.ts"
 
 export interface GithubRepositoryRef {
   readonly owner: string
   readonly name: string
 }
+
+/** GitHub counts an App's own calls (as the App, with its JWT) apart from its installations'. */
+const appKey = (organizationId: string) => `app:${organizationId}`
+/** An installation covers one account: its rate limits and write pacing are counted per account. */
+export const installationKey = (organizationId: string, repository: GithubRepositoryRef) =>
+  `installation:${organizationId}:${repository.owner.toLowerCase()}`
 
 /** Tokens are used until this long before GitHub's `expires_at`. */
 const TOKEN_EXPIRY_MARGIN = Duration.minutes(5)
@@ -42,35 +39,6 @@ const INSTALLATION_TTL = Duration.minutes(10)
 const CachedToken = Schema.fromJsonString(Schema.Struct({ token: Schema.String, expires_at: Schema.String }))
 const decodeCachedToken = Schema.decodeUnknownOption(CachedToken)
 const encodeCachedToken = Schema.encodeSync(CachedToken)
-
-/** The HTTP status an Octokit error carries, if any. */
-export const statusOf = (cause: unknown) =>
-  typeof cause === "object" && cause !== null && "status" in cause && typeof cause.status === "number"
-    ? cause.status
-    : undefined
-
-/** Only the status reaches the message: an Octokit error can quote the request, credentials included. */
-export const unavailable = (what: string) => (cause: unknown) =>
-  new GitHubAppError({
-    reason: "Unavailable",
-    message: `GitHub ${what} failed${statusOf(cause) === undefined ? "" : ` with status ${statusOf(cause)}`}`
-  })
-
-/** Whether GitHub answered at all: Octokit's error for a connection that failed carries no response. */
-const answered = (cause: unknown) => typeof cause === "object" && cause !== null && "response" in cause
-
-/** The code of the connection failure under an Octokit error (`ECONNREFUSED`, `ENOTFOUND`, ...). */
-const connectionCode = (cause: unknown): string | undefined => {
-  if (typeof cause !== "object" || cause === null) return undefined
-  const code = "code" in cause && typeof cause.code === "string" ? cause.code : undefined
-  return code ?? ("cause" in cause ? connectionCode(cause.cause) : undefined)
-}
-
-/** A failed call to `endpoint`: NotFound for GitHub's 404, else Unavailable with the status only. */
-export const githubFailure = (endpoint: string) => (cause: unknown) => {
-  const error = unavailable(endpoint)(cause)
-  return statusOf(cause) === 404 ? new GitHubAppError({ reason: "NotFound", message: error.message }) : error
-}
 
 export class GitHubApp extends Context.Service<
   GitHubApp,
@@ -103,6 +71,7 @@ export class GitHubApp extends Context.Service<
       const apps = yield* GithubAppsRepo
       const secrets = yield* Secrets
       const cache = yield* Cache
+      const client = yield* GitHubClient
       const request = octokitRequest.defaults({
         baseUrl: config.githubApiUrl.href.replace(/\/$/, ""),
         headers: { "user-agent": "bosun" }
@@ -135,8 +104,6 @@ export class GitHubApp extends Context.Service<
         return Redacted.make(token)
       })
 
-      const asBearer = (jwt: Redacted.Redacted<string>) => ({ authorization: `bearer ${Redacted.value(jwt)}` })
-
       const installationId = Effect.fn("GitHubApp.installationId")(function* (
         organizationId: string,
         repository: GithubRepositoryRef
@@ -145,21 +112,25 @@ export class GitHubApp extends Context.Service<
         const cached = yield* cache.get(key).pipe(Effect.orElseSucceed(() => Option.none<string>()))
         if (Option.isSome(cached)) return Number(cached.value)
         const jwt = yield* appJwt(organizationId)
-        const { data } = yield* Effect.tryPromise({
-          try: () =>
-            request("GET /repos/{owner}/{repo}/installation", {
+        const { data } = yield* client
+          .call(appKey(organizationId), "GET /repos/{owner}/{repo}/installation", jwt, (octokit, signal) =>
+            octokit.request("GET /repos/{owner}/{repo}/installation", {
               owner: repository.owner,
               repo: repository.name,
-              headers: asBearer(jwt)
-            }),
-          catch: (cause) =>
-            statusOf(cause) === 404
-              ? new GitHubAppError({
-                  reason: "NotInstalled",
-                  message: `The GitHub App is not installed on ${repository.owner}/${repository.name}`
-                })
-              : unavailable("GET /repos/{owner}/{repo}/installation")(cause)
-        })
+              request: { signal }
+            })
+          )
+          .pipe(
+            Effect.mapError((error) =>
+              error.reason === "NotFound"
+                ? new GitHubAppError({
+                    reason: "NotInstalled",
+                    message: `The GitHub App is not installed on ${repository.owner}/${repository.name}`,
+                    status: 404
+                  })
+                : error
+            )
+          )
         yield* cache.set(key, String(data.id), INSTALLATION_TTL).pipe(Effect.ignore)
         return data.id
       })
@@ -182,14 +153,16 @@ export class GitHubApp extends Context.Service<
           if (Option.isSome(entry)) return Redacted.make(entry.value.token)
         }
         const jwt = yield* appJwt(organizationId)
-        const { data } = yield* Effect.tryPromise({
-          try: () =>
-            request("POST /app/installations/{installation_id}/access_tokens", {
+        const { data } = yield* client.call(
+          appKey(organizationId),
+          "POST /app/installations/{installation_id}/access_tokens",
+          jwt,
+          (octokit, signal) =>
+            octokit.request("POST /app/installations/{installation_id}/access_tokens", {
               installation_id: installation,
-              headers: asBearer(jwt)
-            }),
-          catch: unavailable("POST /app/installations/{installation_id}/access_tokens")
-        })
+              request: { signal }
+            })
+        )
         const ttl = Duration.subtract(Duration.millis(Date.parse(data.expires_at) - Date.now()), TOKEN_EXPIRY_MARGIN)
         if (Duration.isGreaterThan(ttl, Duration.seconds(1))) {
           const sealed = yield* secrets.seal(
@@ -207,42 +180,42 @@ export class GitHubApp extends Context.Service<
         branch: string
       ) {
         const token = yield* installationToken(organizationId, repository)
-        const { data } = yield* Effect.tryPromise({
-          try: () =>
-            request("GET /repos/{owner}/{repo}/branches/{branch}", {
-              owner: repository.owner,
-              repo: repository.name,
-              branch,
-              headers: { authorization: `token ${Redacted.value(token)}` }
-            }),
-          catch: (cause) =>
-            statusOf(cause) === 404
-              ? new GitHubAppError({
-                  reason: "NotFound",
-                  message: `GitHub has no branch ${branch} in ${repository.owner}/${repository.name}`
-                })
-              : unavailable("GET /repos/{owner}/{repo}/branches/{branch}")(cause)
-        })
+        const { data } = yield* client
+          .call(
+            installationKey(organizationId, repository),
+            "GET /repos/{owner}/{repo}/branches/{branch}",
+            token,
+            (octokit, signal) =>
+              octokit.request("GET /repos/{owner}/{repo}/branches/{branch}", {
+                owner: repository.owner,
+                repo: repository.name,
+                branch,
+                request: { signal }
+              })
+          )
+          .pipe(
+            Effect.mapError((error) =>
+              error.reason === "NotFound"
+                ? new GitHubAppError({
+                    reason: "NotFound",
+                    message: `GitHub has no branch ${branch} in ${repository.owner}/${repository.name}`,
+                    status: 404
+                  })
+                : error
+            )
+          )
         return data.commit.sha
       })
 
       const app = Effect.fn("GitHubApp.app")(function* (organizationId: string) {
         const jwt = yield* appJwt(organizationId)
-        const { data } = yield* Effect.tryPromise({
-          try: (signal) => request("GET /app", { headers: asBearer(jwt), request: { signal } }),
-          catch: (cause) =>
-            new GitHubAppError({
-              reason: "Unavailable",
-              message: answered(cause)
-                ? unavailable("GET /app")(cause).message
-                : `GitHub GET /app could not be reached (${connectionCode(cause) ?? "connection failed"})`,
-              status: answered(cause) ? statusOf(cause) : undefined
-            })
-        })
+        const { data } = yield* client.call(appKey(organizationId), "GET /app", jwt, (octokit, signal) =>
+          octokit.request("GET /app", { request: { signal } })
+        )
         return { id: data?.id ?? 0, slug: data?.slug ?? "" }
       })
 
       return GitHubApp.of({ installationToken, branchHead, app })
     })
-  )
+  ).pipe(Layer.provideMerge(GitHubClient.layer))
 }

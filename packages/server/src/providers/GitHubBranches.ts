@@ -3,16 +3,15 @@
  * and opens a pull request (draft or ready per issue_pull_request_mode)"): the base files of the
  * change (contents), one commit of the new files on the base through GitHub's Git Data API (a tree
  * over the base's tree, a commit), the branch pointed at it, and the pull request — each call with
- * the installation token `GitHubApp` mints for the repository, through the official
- * `@octokit/request` client at `BOSUN_GITHUB_API_URL`. Nothing is pushed from the sandbox: the
+ * the installation token `GitHubApp` mints for the repository, through
+ * GitHubClient (Octokit with GitHub's retry and throttling plugins) at `BOSUN_GITHUB_API_URL`. Nothing is pushed from the sandbox: the
  * agent's workspace never holds a token that can write.
  *
  * Errors carry the endpoint and GitHub's status and nothing of the request (GitHubAppError).
  */
-import { request as octokitRequest } from "@octokit/request"
-import { Context, Effect, Layer, Option, Redacted } from "effect"
-import { AppConfig } from "../config/AppConfig.ts"
-import { GitHubApp, type GitHubAppError, type GithubRepositoryRef, githubFailure } from "./GitHubApp.ts"
+import { Context, Effect, Layer, Option } from "effect"
+import { GitHubApp, type GithubRepositoryRef, installationKey } from "./GitHubApp.ts"
+import { type GitHubAppError, GitHubClient, type GitHubOctokit } from "./GitHubClient.ts"
 
 export interface RepositoryOf {
   readonly organizationId: string
@@ -64,30 +63,28 @@ export class GitHubBranches extends Context.Service<
   static readonly layer = Layer.effect(
     GitHubBranches,
     Effect.gen(function* () {
-      const config = yield* AppConfig
       const app = yield* GitHubApp
-      const request = octokitRequest.defaults({
-        baseUrl: config.githubApiUrl.href.replace(/\/$/, ""),
-        headers: { "user-agent": "bosun" }
-      })
+      const client = yield* GitHubClient
 
       const withToken = <A>(
         at: RepositoryOf,
         endpoint: string,
-        call: (headers: { readonly authorization: string }) => Promise<A>
+        call: (
+          request: GitHubOctokit["request"],
+          options: { readonly request: { readonly signal: AbortSignal } }
+        ) => Promise<A>
       ) =>
         Effect.flatMap(app.installationToken(at.organizationId, at.repository), (token) =>
-          Effect.tryPromise({
-            try: () => call({ authorization: `token ${Redacted.value(token)}` }),
-            catch: githubFailure(endpoint)
-          })
+          client.call(installationKey(at.organizationId, at.repository), endpoint, token, (octokit, signal) =>
+            call(octokit.request, { request: { signal } })
+          )
         )
 
       const repo = (at: RepositoryOf) => ({ owner: at.repository.owner, repo: at.repository.name })
 
       const fileAt = Effect.fn("GitHubBranches.fileAt")(function* (at: RepositoryOf, path: string, ref: string) {
-        const found = yield* withToken(at, "GET /contents/{path}", (headers) =>
-          request("GET /repos/{owner}/{repo}/contents/{path}", { ...repo(at), path, ref, headers })
+        const found = yield* withToken(at, "GET /contents/{path}", (request, signal) =>
+          request("GET /repos/{owner}/{repo}/contents/{path}", { ...repo(at), path, ref, ...signal })
         ).pipe(
           Effect.map(Option.some),
           Effect.catchIf(
@@ -105,14 +102,14 @@ export class GitHubBranches extends Context.Service<
         at: RepositoryOf,
         change: { readonly base: string; readonly message: string; readonly files: ReadonlyArray<CommitFile> }
       ) {
-        const base = yield* withToken(at, "GET /git/commits/{sha}", (headers) =>
+        const base = yield* withToken(at, "GET /git/commits/{sha}", (request, signal) =>
           request("GET /repos/{owner}/{repo}/git/commits/{commit_sha}", {
             ...repo(at),
             commit_sha: change.base,
-            headers
+            ...signal
           })
         )
-        const tree = yield* withToken(at, "POST /git/trees", (headers) =>
+        const tree = yield* withToken(at, "POST /git/trees", (request, signal) =>
           request("POST /repos/{owner}/{repo}/git/trees", {
             ...repo(at),
             base_tree: base.data.tree.sha,
@@ -121,16 +118,16 @@ export class GitHubBranches extends Context.Service<
                 ? { path: file.path, mode: file.mode, type: "blob" as const, sha: null }
                 : { path: file.path, mode: file.mode, type: "blob" as const, content: file.content }
             ),
-            headers
+            ...signal
           })
         )
-        const created = yield* withToken(at, "POST /git/commits", (headers) =>
+        const created = yield* withToken(at, "POST /git/commits", (request, signal) =>
           request("POST /repos/{owner}/{repo}/git/commits", {
             ...repo(at),
             message: change.message,
             tree: tree.data.sha,
             parents: [change.base],
-            headers
+            ...signal
           })
         )
         return created.data.sha
@@ -141,8 +138,8 @@ export class GitHubBranches extends Context.Service<
         branch: string,
         sha: string
       ) {
-        const existing = yield* withToken(at, "GET /git/ref/{ref}", (headers) =>
-          request("GET /repos/{owner}/{repo}/git/ref/{ref}", { ...repo(at), ref: `heads/${branch}`, headers })
+        const existing = yield* withToken(at, "GET /git/ref/{ref}", (request, signal) =>
+          request("GET /repos/{owner}/{repo}/git/ref/{ref}", { ...repo(at), ref: `heads/${branch}`, ...signal })
         ).pipe(
           Effect.as(true),
           Effect.catchIf(
@@ -151,29 +148,29 @@ export class GitHubBranches extends Context.Service<
           )
         )
         if (existing) {
-          yield* withToken(at, "PATCH /git/refs/{ref}", (headers) =>
+          yield* withToken(at, "PATCH /git/refs/{ref}", (request, signal) =>
             request("PATCH /repos/{owner}/{repo}/git/refs/{ref}", {
               ...repo(at),
               ref: `heads/${branch}`,
               sha,
               force: true,
-              headers
+              ...signal
             })
           )
         } else {
-          yield* withToken(at, "POST /git/refs", (headers) =>
-            request("POST /repos/{owner}/{repo}/git/refs", { ...repo(at), ref: `refs/heads/${branch}`, sha, headers })
+          yield* withToken(at, "POST /git/refs", (request, signal) =>
+            request("POST /repos/{owner}/{repo}/git/refs", { ...repo(at), ref: `refs/heads/${branch}`, sha, ...signal })
           )
         }
       })
 
       const findPull = Effect.fn("GitHubBranches.findPull")(function* (at: RepositoryOf, branch: string) {
-        const { data } = yield* withToken(at, "GET /pulls", (headers) =>
+        const { data } = yield* withToken(at, "GET /pulls", (request, signal) =>
           request("GET /repos/{owner}/{repo}/pulls", {
             ...repo(at),
             head: `${at.repository.owner}:${branch}`,
             state: "all",
-            headers
+            ...signal
           })
         )
         const [pull] = data
@@ -190,8 +187,8 @@ export class GitHubBranches extends Context.Service<
           readonly draft: boolean
         }
       ) {
-        const { data } = yield* withToken(at, "POST /pulls", (headers) =>
-          request("POST /repos/{owner}/{repo}/pulls", { ...repo(at), ...pull, headers })
+        const { data } = yield* withToken(at, "POST /pulls", (request, signal) =>
+          request("POST /repos/{owner}/{repo}/pulls", { ...repo(at), ...pull, ...signal })
         )
         return { number: data.number, url: data.html_url }
       })

@@ -10,7 +10,7 @@ import { request as octokitRequest } from "@octokit/request"
 import { Context, Data, Effect, Layer, Redacted } from "effect"
 import { AppConfig } from "../config/AppConfig.ts"
 import type { GithubUser } from "../persistence/UsersRepo.ts"
-import { statusOf } from "./GitHubApp.ts"
+import { statusOf } from "./GitHubClient.ts"
 
 export class GitHubOAuthError extends Data.TaggedError("GitHubOAuthError")<{
   /** InvalidCode: GitHub refused the code (expired, reused, forged); Unavailable: anything else. */

@@ -3,19 +3,18 @@
  * posts; spec: What the service does 1, 9): a pull request's changed files, the review with its
  * inline comments, the review threads (GraphQL, the only API that resolves one), check runs that
  * say why a review failed, the description section, and replies — each call made with the
- * installation token `GitHubApp` mints for the repository, through the official `@octokit/request`
- * and `@octokit/graphql` clients at `BOSUN_GITHUB_API_URL` (on GitHub Enterprise, `…/api/v3` for
- * REST and `…/api/graphql`, which `@octokit/graphql` derives from it).
+ * installation token `GitHubApp` mints for the repository, through `GitHubClient` (Octokit with
+ * GitHub's retry, throttling and pagination plugins) at `BOSUN_GITHUB_API_URL` (on GitHub
+ * Enterprise, `…/api/v3` for REST and `…/api/graphql`, which Octokit derives from it). Lists are
+ * read page by page as GitHub's `Link` headers lead.
  *
- * Errors carry the endpoint and GitHub's status and nothing of the request: a failed attempt's
- * check run quotes them, and Octokit's own errors can quote the token.
+ * Errors carry the endpoint, GitHub's status and GitHub's own message, nothing of the request: a
+ * failed review's check run quotes them, and Octokit's own errors can quote the token.
  */
-import { graphql as octokitGraphql } from "@octokit/graphql"
-import { request as octokitRequest } from "@octokit/request"
-import { Context, Effect, Layer, Option, Redacted } from "effect"
-import { AppConfig } from "../config/AppConfig.ts"
+import { Context, Effect, Layer, Option } from "effect"
 import type { ChangedFile } from "../review/ReviewPlan.ts"
-import { GitHubApp, GitHubAppError, type GithubRepositoryRef, githubFailure } from "./GitHubApp.ts"
+import { GitHubApp, type GithubRepositoryRef, installationKey } from "./GitHubApp.ts"
+import { GitHubAppError, GitHubClient, type GitHubOctokit } from "./GitHubClient.ts"
 
 export interface PullRef {
   readonly organizationId: string
@@ -57,23 +56,20 @@ export interface ReviewThread {
   readonly commentIds: ReadonlyArray<number>
 }
 
+/** A check run on a commit: in progress without a conclusion, completed with one. */
 export interface CheckRunDraft {
   readonly name: string
   readonly headSha: string
-  readonly conclusion: "success" | "failure" | "neutral" | "action_required"
+  readonly conclusion?: "success" | "failure" | "neutral" | "action_required" | undefined
   readonly title: string
   readonly summary: string
   /** Ours: the run it reports on, so a retry finds the check run it already created. */
   readonly externalId: string
 }
 
-/** GitHub lists at most 3,000 files of a pull request, 100 a page. */
-const FILES_PAGE = 100
-const MAX_FILE_PAGES = 30
-const REVIEWS_PAGE = 100
+/** GitHub's largest page; it lists at most 3,000 files of a pull request. */
+const PAGE = 100
 const COMPARE_FILE_LIMIT = 300
-
-const failed = githubFailure
 
 interface ThreadsPage {
   readonly repository: {
@@ -146,7 +142,10 @@ export class GitHubPulls extends Context.Service<
     ) => Effect.Effect<ReadonlyArray<PostedReviewComment>, GitHubAppError>
     readonly reviewThreads: (pr: PullRef) => Effect.Effect<ReadonlyArray<ReviewThread>, GitHubAppError>
     readonly resolveThread: (pr: PullRef, threadId: string) => Effect.Effect<void, GitHubAppError>
-    /** Creates the check run unless one with the same external id exists on the commit; answers its id. */
+    /**
+     * Creates the check run, or moves the one with the same external id on the commit to this
+     * state (a completed one is never moved back to in progress); answers its id.
+     */
     readonly checkRun: (
       organizationId: string,
       repository: GithubRepositoryRef,
@@ -166,24 +165,20 @@ export class GitHubPulls extends Context.Service<
   static readonly layer = Layer.effect(
     GitHubPulls,
     Effect.gen(function* () {
-      const config = yield* AppConfig
       const app = yield* GitHubApp
-      const defaults = { baseUrl: config.githubApiUrl.href.replace(/\/$/, ""), headers: { "user-agent": "bosun" } }
-      const request = octokitRequest.defaults(defaults)
-      const gql = octokitGraphql.defaults(defaults)
+      const client = yield* GitHubClient
 
       /** Runs `call` with the installation token of the repository. */
       const withToken = <A>(
         organizationId: string,
         repository: GithubRepositoryRef,
         endpoint: string,
-        call: (headers: { readonly authorization: string }) => Promise<A>
+        call: (octokit: GitHubOctokit, request: { readonly signal: AbortSignal }) => Promise<A>
       ) =>
         Effect.flatMap(app.installationToken(organizationId, repository), (token) =>
-          Effect.tryPromise({
-            try: () => call({ authorization: `token ${Redacted.value(token)}` }),
-            catch: failed(endpoint)
-          })
+          client.call(installationKey(organizationId, repository), endpoint, token, (octokit, signal) =>
+            call(octokit, { signal })
+          )
         )
 
       const repo = (pr: { readonly repository: GithubRepositoryRef }) => ({
@@ -192,8 +187,12 @@ export class GitHubPulls extends Context.Service<
       })
 
       const details = Effect.fn("GitHubPulls.details")(function* (pr: PullRef) {
-        const { data } = yield* withToken(pr.organizationId, pr.repository, "GET /pulls/{number}", (headers) =>
-          request("GET /repos/{owner}/{repo}/pulls/{pull_number}", { ...repo(pr), pull_number: pr.number, headers })
+        const { data } = yield* withToken(pr.organizationId, pr.repository, "GET /pulls/{number}", (octokit, request) =>
+          octokit.request("GET /repos/{owner}/{repo}/pulls/{pull_number}", {
+            ...repo(pr),
+            pull_number: pr.number,
+            request
+          })
         )
         return {
           title: data.title,
@@ -207,38 +206,35 @@ export class GitHubPulls extends Context.Service<
       })
 
       const files = Effect.fn("GitHubPulls.files")(function* (pr: PullRef) {
-        const all: Array<ChangedFile> = []
-        for (let page = 1; page <= MAX_FILE_PAGES; page++) {
-          const { data } = yield* withToken(pr.organizationId, pr.repository, "GET /pulls/{number}/files", (headers) =>
-            request("GET /repos/{owner}/{repo}/pulls/{pull_number}/files", {
-              ...repo(pr),
-              pull_number: pr.number,
-              per_page: FILES_PAGE,
-              page,
-              headers
-            })
-          )
-          for (const file of data) {
-            all.push({
-              path: file.filename,
-              status: file.status,
-              patch: file.patch,
-              additions: file.additions,
-              deletions: file.deletions
-            })
-          }
-          if (data.length < FILES_PAGE) break
-        }
-        return all
+        const data = yield* withToken(pr.organizationId, pr.repository, "GET /pulls/{number}/files", (octokit) =>
+          octokit.paginate("GET /repos/{owner}/{repo}/pulls/{pull_number}/files", {
+            ...repo(pr),
+            pull_number: pr.number,
+            per_page: PAGE
+          })
+        )
+        return data.map(
+          (file): ChangedFile => ({
+            path: file.filename,
+            status: file.status,
+            patch: file.patch,
+            additions: file.additions,
+            deletions: file.deletions
+          })
+        )
       })
 
       const changedPaths = Effect.fn("GitHubPulls.changedPaths")(function* (pr: PullRef, base: string, head: string) {
-        const { data } = yield* withToken(pr.organizationId, pr.repository, "GET /compare/{basehead}", (headers) =>
-          request("GET /repos/{owner}/{repo}/compare/{basehead}", {
-            ...repo(pr),
-            basehead: `${base}...${head}`,
-            headers
-          })
+        const { data } = yield* withToken(
+          pr.organizationId,
+          pr.repository,
+          "GET /compare/{basehead}",
+          (octokit, request) =>
+            octokit.request("GET /repos/{owner}/{repo}/compare/{basehead}", {
+              ...repo(pr),
+              basehead: `${base}...${head}`,
+              request
+            })
         )
         const files = data.files ?? []
         // GitHub lists at most 300 files of a comparison, all on its first page: a longer list is incomplete.
@@ -259,78 +255,77 @@ export class GitHubPulls extends Context.Service<
           readonly comments: ReadonlyArray<ReviewCommentDraft>
         }
       ) {
-        const { data } = yield* withToken(pr.organizationId, pr.repository, "POST /pulls/{number}/reviews", (headers) =>
-          request("POST /repos/{owner}/{repo}/pulls/{pull_number}/reviews", {
-            ...repo(pr),
-            pull_number: pr.number,
-            commit_id: review.commitId,
-            body: review.body,
-            event: "COMMENT",
-            comments: review.comments.map((comment) => ({
-              path: comment.path,
-              body: comment.body,
-              line: comment.line,
-              side: comment.side,
-              ...(comment.startLine !== undefined && comment.startLine < comment.line
-                ? { start_line: comment.startLine, start_side: comment.side }
-                : {})
-            })),
-            headers
-          })
+        const { data } = yield* withToken(
+          pr.organizationId,
+          pr.repository,
+          "POST /pulls/{number}/reviews",
+          (octokit, request) =>
+            octokit.request("POST /repos/{owner}/{repo}/pulls/{pull_number}/reviews", {
+              ...repo(pr),
+              pull_number: pr.number,
+              commit_id: review.commitId,
+              body: review.body,
+              event: "COMMENT",
+              comments: review.comments.map((comment) => ({
+                path: comment.path,
+                body: comment.body,
+                line: comment.line,
+                side: comment.side,
+                ...(comment.startLine !== undefined && comment.startLine < comment.line
+                  ? { start_line: comment.startLine, start_side: comment.side }
+                  : {})
+              })),
+              request
+            })
         )
         return Number(data.id)
       })
 
       const findReview = Effect.fn("GitHubPulls.findReview")(function* (pr: PullRef, marker: string) {
-        for (let page = 1; ; page++) {
-          const { data } = yield* withToken(
-            pr.organizationId,
-            pr.repository,
-            "GET /pulls/{number}/reviews",
-            (headers) =>
-              request("GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews", {
-                ...repo(pr),
-                pull_number: pr.number,
-                per_page: REVIEWS_PAGE,
-                page,
-                headers
-              })
+        // Pages are read until the review is found, not to the end.
+        const found = yield* withToken(pr.organizationId, pr.repository, "GET /pulls/{number}/reviews", (octokit) =>
+          octokit.paginate(
+            "GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews",
+            { ...repo(pr), pull_number: pr.number, per_page: PAGE },
+            (response, done) => {
+              const review = response.data.find((candidate) => (candidate.body ?? "").includes(marker))
+              if (review === undefined) return []
+              done()
+              return [Number(review.id)]
+            }
           )
-          const found = data.find((review) => (review.body ?? "").includes(marker))
-          if (found !== undefined) return Option.some(Number(found.id))
-          if (data.length < REVIEWS_PAGE) return Option.none<number>()
-        }
+        )
+        return Option.fromUndefinedOr(found[0])
       })
 
       const reviewComments = Effect.fn("GitHubPulls.reviewComments")(function* (pr: PullRef, reviewId: number) {
-        const all: Array<PostedReviewComment> = []
-        for (let page = 1; ; page++) {
-          const { data } = yield* withToken(
-            pr.organizationId,
-            pr.repository,
-            "GET /pulls/{number}/reviews/{id}/comments",
-            (headers) =>
-              request("GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/comments", {
-                ...repo(pr),
-                pull_number: pr.number,
-                review_id: reviewId,
-                per_page: REVIEWS_PAGE,
-                page,
-                headers
-              })
-          )
-          for (const comment of data) {
-            all.push({ id: Number(comment.id), path: comment.path, line: comment.line ?? null, body: comment.body })
-          }
-          if (data.length < REVIEWS_PAGE) return all
-        }
+        const data = yield* withToken(
+          pr.organizationId,
+          pr.repository,
+          "GET /pulls/{number}/reviews/{id}/comments",
+          (octokit) =>
+            octokit.paginate("GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/comments", {
+              ...repo(pr),
+              pull_number: pr.number,
+              review_id: reviewId,
+              per_page: PAGE
+            })
+        )
+        return data.map(
+          (comment): PostedReviewComment => ({
+            id: Number(comment.id),
+            path: comment.path,
+            line: comment.line ?? null,
+            body: comment.body
+          })
+        )
       })
 
       const graphql =
         (organizationId: string, repository: GithubRepositoryRef, operation: string) =>
         <A>(query: string, variables: Record<string, unknown>) =>
-          withToken(organizationId, repository, `GraphQL ${operation}`, (headers) =>
-            gql<A>(query, { ...variables, headers: { ...headers, "user-agent": "bosun" } })
+          withToken(organizationId, repository, `GraphQL ${operation}`, (octokit, request) =>
+            octokit.graphql<A>(query, { ...variables, request })
           )
 
       const reviewThreads = Effect.fn("GitHubPulls.reviewThreads")(function* (pr: PullRef) {
@@ -373,46 +368,63 @@ export class GitHubPulls extends Context.Service<
         repository: GithubRepositoryRef,
         check: CheckRunDraft
       ) {
-        const { data: existing } = yield* withToken(
-          organizationId,
-          repository,
-          "GET /commits/{sha}/check-runs",
-          (headers) =>
-            request("GET /repos/{owner}/{repo}/commits/{ref}/check-runs", {
-              owner: repository.owner,
-              repo: repository.name,
-              ref: check.headSha,
-              check_name: check.name,
-              // GitHub's default, "latest", hides every earlier check run of the name: a retry would miss its own.
-              filter: "all",
-              headers
-            })
+        const existing = yield* withToken(organizationId, repository, "GET /commits/{sha}/check-runs", (octokit) =>
+          octokit.paginate("GET /repos/{owner}/{repo}/commits/{ref}/check-runs", {
+            owner: repository.owner,
+            repo: repository.name,
+            ref: check.headSha,
+            check_name: check.name,
+            // GitHub's default, "latest", hides every earlier check run of the name: a retry would miss its own.
+            filter: "all",
+            per_page: PAGE
+          })
         )
-        const same = existing.check_runs.find((run) => run.external_id === check.externalId)
-        if (same !== undefined) return Number(same.id)
-        const { data } = yield* withToken(organizationId, repository, "POST /check-runs", (headers) =>
-          request("POST /repos/{owner}/{repo}/check-runs", {
+        const output = { title: check.title, summary: check.summary }
+        const state =
+          check.conclusion === undefined
+            ? ({ status: "in_progress" } as const)
+            : ({ status: "completed", conclusion: check.conclusion } as const)
+        const same = existing.find((run) => run.external_id === check.externalId)
+        if (same !== undefined) {
+          // A check run that ended stays ended: a late "in progress" (delivered after the end) is dropped.
+          const settled =
+            same.status === "completed" && (state.status === "in_progress" || same.conclusion === check.conclusion)
+          if (!settled) {
+            yield* withToken(organizationId, repository, "PATCH /check-runs/{id}", (octokit, request) =>
+              octokit.request("PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}", {
+                owner: repository.owner,
+                repo: repository.name,
+                check_run_id: same.id,
+                ...state,
+                output,
+                request
+              })
+            )
+          }
+          return Number(same.id)
+        }
+        const { data } = yield* withToken(organizationId, repository, "POST /check-runs", (octokit, request) =>
+          octokit.request("POST /repos/{owner}/{repo}/check-runs", {
             owner: repository.owner,
             repo: repository.name,
             name: check.name,
             head_sha: check.headSha,
             external_id: check.externalId,
-            status: "completed",
-            conclusion: check.conclusion,
-            output: { title: check.title, summary: check.summary },
-            headers
+            ...state,
+            output,
+            request
           })
         )
         return Number(data.id)
       })
 
       const updateBody = Effect.fn("GitHubPulls.updateBody")(function* (pr: PullRef, body: string) {
-        yield* withToken(pr.organizationId, pr.repository, "PATCH /pulls/{number}", (headers) =>
-          request("PATCH /repos/{owner}/{repo}/pulls/{pull_number}", {
+        yield* withToken(pr.organizationId, pr.repository, "PATCH /pulls/{number}", (octokit, request) =>
+          octokit.request("PATCH /repos/{owner}/{repo}/pulls/{pull_number}", {
             ...repo(pr),
             pull_number: pr.number,
             body,
-            headers
+            request
           })
         )
       })
@@ -422,36 +434,31 @@ export class GitHubPulls extends Context.Service<
           pr.organizationId,
           pr.repository,
           "POST /issues/{number}/comments",
-          (headers) =>
-            request("POST /repos/{owner}/{repo}/issues/{issue_number}/comments", {
+          (octokit, request) =>
+            octokit.request("POST /repos/{owner}/{repo}/issues/{issue_number}/comments", {
               ...repo(pr),
               issue_number: pr.number,
               body,
-              headers
+              request
             })
         )
         return Number(data.id)
       })
 
       const findComment = Effect.fn("GitHubPulls.findComment")(function* (pr: PullRef, marker: string) {
-        for (let page = 1; ; page++) {
-          const { data } = yield* withToken(
-            pr.organizationId,
-            pr.repository,
-            "GET /issues/{number}/comments",
-            (headers) =>
-              request("GET /repos/{owner}/{repo}/issues/{issue_number}/comments", {
-                ...repo(pr),
-                issue_number: pr.number,
-                per_page: REVIEWS_PAGE,
-                page,
-                headers
-              })
+        const found = yield* withToken(pr.organizationId, pr.repository, "GET /issues/{number}/comments", (octokit) =>
+          octokit.paginate(
+            "GET /repos/{owner}/{repo}/issues/{issue_number}/comments",
+            { ...repo(pr), issue_number: pr.number, per_page: PAGE },
+            (response, done) => {
+              const comment = response.data.find((candidate) => (candidate.body ?? "").includes(marker))
+              if (comment === undefined) return []
+              done()
+              return [Number(comment.id)]
+            }
           )
-          const found = data.find((comment) => (comment.body ?? "").includes(marker))
-          if (found !== undefined) return Option.some(Number(found.id))
-          if (data.length < REVIEWS_PAGE) return Option.none<number>()
-        }
+        )
+        return Option.fromUndefinedOr(found[0])
       })
 
       const replyToReviewComment = Effect.fn("GitHubPulls.replyToReviewComment")(function* (
@@ -463,13 +470,13 @@ export class GitHubPulls extends Context.Service<
           pr.organizationId,
           pr.repository,
           "POST /pulls/{number}/comments/{id}/replies",
-          (headers) =>
-            request("POST /repos/{owner}/{repo}/pulls/{pull_number}/comments/{comment_id}/replies", {
+          (octokit, request) =>
+            octokit.request("POST /repos/{owner}/{repo}/pulls/{pull_number}/comments/{comment_id}/replies", {
               ...repo(pr),
               pull_number: pr.number,
               comment_id: commentId,
               body,
-              headers
+              request
             })
         )
         return Number(data.id)

@@ -9,6 +9,12 @@ import type { FailureReport } from "@bosun/actors/attempt/AttemptPorts"
 
 export const REVIEW_CHECK_NAME = "Bosun review"
 
+/**
+ * The external id of a run's check run: one check run per run, created `in_progress` when the
+ * review starts and moved to its conclusion.
+ */
+export const reviewCheckId = (runId: string) => `bosun-review:${runId}`
+
 /** The HTTP status a provider's error message carries (`APIError (HTTP 429): ...`), if any. */
 export const httpStatusOf = (message: string): number | null => {
   const found = /\bHTTP (\d{3})\b/.exec(message) ?? /\bstatus(?: code)?:? (\d{3})\b/i.exec(message)
@@ -30,7 +36,7 @@ export const failureCheck = (
   appSlug: string
 ): { readonly title: string; readonly summary: string } => {
   const status = httpStatusOf(report.error.message)
-  const provider =
+  const agent =
     report.provider === null
       ? "not chosen yet"
       : `${report.provider}${report.model === null ? "" : ` (model ${report.model})`}`
@@ -41,7 +47,7 @@ export const failureCheck = (
       `Bosun could not review this commit: it failed at the **${report.step}** step, ${STEP_WORDS[report.step]}, after ${attempts}.`,
       "",
       `- Error: \`${report.error.code}\` — ${report.error.message}`,
-      `- Model provider: ${provider}`,
+      `- Agent: ${agent}`,
       ...(status === null ? [] : [`- Provider HTTP status: ${status}`]),
       `- Run: \`${report.run.runId}\``,
       "",
@@ -49,3 +55,38 @@ export const failureCheck = (
     ].join("\n")
   }
 }
+
+/**
+ * The check run of a review the agent made but GitHub would not take: what GitHub said, in its
+ * own words, and how to post it again.
+ */
+export const deliveryFailureCheck = (input: {
+  readonly runId: string
+  readonly error: { readonly reason: string; readonly message: string; readonly status?: number | undefined }
+}): { readonly title: string; readonly summary: string } => {
+  const status = input.error.status
+  return {
+    title: `Review failed while publishing the review: GitHub ${input.error.reason === "Unavailable" ? "unavailable" : "refused it"}${status === undefined || status === 200 ? "" : ` (HTTP ${status})`}`,
+    summary: [
+      "Bosun reviewed this commit but could not post the review: it failed at the **publish** step, posting the review to GitHub.",
+      "",
+      `- Error: ${input.error.message}`,
+      ...(status === undefined ? [] : [`- GitHub HTTP status: ${status}`]),
+      `- Run: \`${input.runId}\``,
+      "",
+      "The agent's review is kept: an operator posts it with `bosun queues dead-letters replay --queue bosun-effects` once GitHub accepts it; the agent does not run again."
+    ].join("\n")
+  }
+}
+
+/** The check run while the review runs. */
+export const inProgressCheck = (headSha: string) => ({
+  title: "Reviewing",
+  summary: `Bosun is reviewing \`${headSha.slice(0, 12)}\`.`
+})
+
+/** The check run of a review a newer push replaced before it was posted. */
+export const supersededCheck = (headSha: string, newHeadSha: string) => ({
+  title: "Superseded by a newer push",
+  summary: `Not posted: \`${newHeadSha.slice(0, 12)}\` replaced \`${headSha.slice(0, 12)}\` as the pull request's head while this review ran; the review of the new head replaces this one.`
+})

@@ -6,8 +6,9 @@
  * - **Coverage**: each changed file is given to the agent or skipped with a reason — EXCLUDED_PATH
  *   (`excluded_paths`), REMOVED (nothing left to review), BINARY / TOO_LARGE (GitHub shows no
  *   patch: a binary file, or a diff over its size limit), GENERATED (lockfiles, minified bundles,
- *   source maps, files marked `@generated` / `DO NOT EDIT`). The summary says so in one line, and
- *   never claims a clean review of what was skipped.
+ *   source maps, files marked `@generated` / `DO NOT EDIT`). The summary says so in one line,
+ *   lists every skipped file with its reason in a collapsed section, and never claims a clean
+ *   review of what was skipped.
  * - **Placement**: a finding whose fingerprint an earlier review posted and is still open is not
  *   posted again (ALREADY_POSTED); one a human dismissed stays closed (DISMISSED); of the rest,
  *   those on lines the diff shows become inline comments, the most severe first, up to
@@ -167,6 +168,40 @@ export const coverageLine = (coverage: Coverage): string => {
   return `Reviewed ${coverage.reviewed.length} of ${total} changed files${skipped.length === 0 ? "." : `; skipped ${skipped.join(", ")}.`}`
 }
 
+/** GitHub shows a review body up to 65,536 characters: the list stops well before. */
+const SKIPPED_LISTED = 200
+
+/** The collapsed list of every file not reviewed, each with why. */
+export const skippedSection = (coverage: Coverage): string => {
+  const shown = coverage.skipped.slice(0, SKIPPED_LISTED)
+  const more = coverage.skipped.length - shown.length
+  const count = coverage.skipped.length
+  return [
+    `<details><summary>${count} file${count === 1 ? "" : "s"} not reviewed</summary>`,
+    "",
+    ...shown.map((file) => `- \`${file.path.replace(/`/g, "'")}\` — ${REASON_TEXT[file.reason]}`),
+    ...(more > 0 ? [`- and ${more} more`] : []),
+    "",
+    "</details>"
+  ].join("\n")
+}
+
+/** What the review's check run says when it is posted: what was posted, resolved and not reviewed. */
+export const checkSummary = (plan: ReviewPlan): string => {
+  const count = (placement: Placement) => plan.findings.filter((finding) => finding.placement === placement).length
+  const inline = count("INLINE")
+  const outside = count("OUTSIDE_DIFF")
+  const overflow = count("OVERFLOW")
+  const open = count("ALREADY_POSTED")
+  return [
+    `- Posted: ${inline + outside + overflow} new finding${inline + outside + overflow === 1 ? "" : "s"} (${inline} inline, ${outside} outside the diff, ${overflow} over the comment limit)`,
+    `- Still open from earlier reviews: ${open}`,
+    `- Resolved by this push: ${plan.resolved.length}`,
+    `- ${coverageLine(plan.coverage)}`,
+    ...(plan.coverage.skipped.length > 0 ? ["", skippedSection(plan.coverage)] : [])
+  ].join("\n")
+}
+
 const location = (finding: ReviewFinding) =>
   `\`${finding.path}:${finding.start_line}${finding.end_line === finding.start_line ? "" : `-${finding.end_line}`}\``
 
@@ -181,6 +216,7 @@ export const reviewBody = (summary: string, plan: ReviewPlan): string => {
   if (plan.coverage.reviewed.length === 0) {
     parts.push("No changed file could be reviewed, so this review says nothing about the code.")
   }
+  if (plan.coverage.skipped.length > 0) parts.push(skippedSection(plan.coverage))
   if (outside.length > 0) parts.push(`**Findings on lines outside the diff**\n\n${listed(outside)}`)
   if (overflow.length > 0) {
     parts.push(

@@ -17,7 +17,7 @@
  */
 import { Cause, Context, Data, Duration, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { MAX_DELIVERIES, type QueueMessage, type QueueName, Queues } from "./Queue.ts"
+import { isLastDelivery, type QueueMessage, type QueueName, Queues } from "./Queue.ts"
 
 export class OutboxError extends Data.TaggedError("OutboxError")<{
   readonly message: string
@@ -154,7 +154,7 @@ export class Outbox extends Context.Service<
             }
             yield* work({ id: row.id, queue: row.queue, kind: row.kind, payload: row.payload }).pipe(
               Effect.onError((cause) =>
-                message.deliveries < MAX_DELIVERIES || Cause.hasInterruptsOnly(cause)
+                !isLastDelivery(message, cause) || Cause.hasInterruptsOnly(cause)
                   ? Effect.void
                   : sql`UPDATE outbox SET dead_lettered_at = now() WHERE id = ${Number(row.id)}`.pipe(
                       Effect.catch((error) =>

@@ -7,19 +7,43 @@
  * Delivery is at least once. A handler that succeeds acks its message; one that fails (a typed
  * error or a defect) leaves it to be redelivered after the retry delay; after `MAX_DELIVERIES`
  * (5) failed deliveries it moves to the queue's dead-letter queue with the last error and the
- * delivery count. A consumer that dies mid-message loses nothing: the message becomes visible
+ * delivery count — at once when the handler fails with an error marked `unretryable` (another
+ * delivery would fail the same way; an operator's replay after a fix may not). A consumer that dies mid-message loses nothing: the message becomes visible
  * again once its visibility timeout passes without a heartbeat. Handlers must be idempotent.
  *
  * Adapters: `QueueRedis.ts` (Redis Streams) and `QueuePostgres.ts` (the embedded default), both
  * built on the consumer engine in `QueueConsumer.ts` and held to one conformance suite.
  */
-import { Context, Data, type Duration, type Effect, type Scope } from "effect"
+import { type Cause, Context, Data, type Duration, type Effect, type Scope } from "effect"
 
 export const QUEUE_NAMES = ["bosun-inbox", "bosun-effects", "bosun-review-batches"] as const
 export type QueueName = (typeof QUEUE_NAMES)[number]
 
 /** Deliveries after which a failing message goes to the dead-letter queue (spec: max_retries 5). */
 export const MAX_DELIVERIES = 5
+
+/**
+ * A handler's failure that another delivery would only repeat (a provider refusing the request):
+ * its message goes to the dead-letter queue at once.
+ */
+export interface Unretryable {
+  readonly unretryable: true
+}
+
+/** Whether a failed delivery's cause says not to deliver it again. */
+export const isUnretryable = (cause: Cause.Cause<unknown>) =>
+  cause.reasons.some(
+    (reason) =>
+      reason._tag === "Fail" &&
+      typeof reason.error === "object" &&
+      reason.error !== null &&
+      "unretryable" in reason.error &&
+      reason.error.unretryable === true
+  )
+
+/** Whether this failed delivery is its message's last: the queue dead-letters it. */
+export const isLastDelivery = (message: { readonly deliveries: number }, cause: Cause.Cause<unknown>) =>
+  message.deliveries >= MAX_DELIVERIES || isUnretryable(cause)
 
 export const deadLetterQueueOf = (queue: QueueName) => `${queue}-dlq` as const
 

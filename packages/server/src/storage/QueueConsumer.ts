@@ -4,7 +4,7 @@
  * how to claim messages, ack, retry, bury, extend a claim, and wait for new work.
  */
 import { Cause, Deferred, Duration, Effect, type Exit, Schedule } from "effect"
-import { MAX_DELIVERIES, type QueueError, type QueueMessage, type QueueName } from "./Queue.ts"
+import { isLastDelivery, type QueueError, type QueueMessage, type QueueName } from "./Queue.ts"
 
 export interface QueueDriver {
   /** Claims up to `max` visible messages of the queue for this consumer (may return none). */
@@ -72,7 +72,7 @@ export const runConsumer = <E, R>(
       // message is delivered again.
       if (Cause.hasInterruptsOnly(exit.cause)) return Effect.void
       const error = describeFailure(exit.cause)
-      if (message.deliveries >= MAX_DELIVERIES) {
+      if (isLastDelivery(message, exit.cause)) {
         return Effect.logWarning("queue_message_dead_lettered").pipe(
           Effect.annotateLogs({ queue, message_id: message.id, deliveries: message.deliveries }),
           Effect.andThen(driver.bury(message, error))

@@ -21,6 +21,7 @@ import { ConfigurationRepo } from "../persistence/ConfigurationRepo.ts"
 import { MemoriesRepo } from "../persistence/MemoriesRepo.ts"
 import { WorkItemsRepo } from "../persistence/WorkItemsRepo.ts"
 import { GitHubApp } from "../providers/GitHubApp.ts"
+import { githubAttemptError } from "../providers/GitHubAttemptError.ts"
 import { Outbox } from "../storage/Outbox.ts"
 import { cloneUrl, makeSecondaryCheckouts } from "./Checkouts.ts"
 import { replyEffect } from "./WorkItemReplies.ts"
@@ -154,15 +155,7 @@ export const makeWorkItemRunSetup = Effect.gen(function* () {
   const checkoutOf = Effect.fnUntraced(function* (organizationId: string, repository: Repository, sha?: string) {
     const token = yield* app
       .installationToken(organizationId, { owner: repository.owner, name: repository.name })
-      .pipe(
-        Effect.mapError((error) =>
-          fail(
-            error.reason === "Unavailable" ? "github_unavailable" : "github_not_installed",
-            error.message,
-            error.reason === "Unavailable"
-          )
-        )
-      )
+      .pipe(Effect.mapError(githubAttemptError))
     return {
       id: repository.id,
       url: cloneUrl(config.githubApiUrl, repository.owner, repository.name),

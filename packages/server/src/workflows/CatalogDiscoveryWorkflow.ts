@@ -85,6 +85,7 @@ export const catalogDiscoveryWorkflow = Effect.gen(function* () {
 
   const type: WorkflowType = {
     lane: "AGENT",
+    outputs: [CATALOG_OUTPUT_PATH],
     prepare: (run) =>
       Effect.gen(function* () {
         const discovery = yield* discoveryOf(run.organizationId, run.inputSnapshot)

@@ -47,6 +47,7 @@ export const deepScanWorkflow = Effect.gen(function* () {
 
   const type: WorkflowType = {
     lane: "AGENT",
+    outputs: [DEEP_SCAN_OUTPUT_PATH, CHANGES_PATH],
     prepare: (run) =>
       Effect.gen(function* () {
         const { scan, repository } = yield* scanOf(run)

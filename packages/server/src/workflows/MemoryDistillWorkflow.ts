@@ -80,6 +80,7 @@ export const memoryDistillWorkflow = Effect.gen(function* () {
 
   const type: WorkflowType = {
     lane: "AGENT",
+    outputs: [MEMORY_OUTPUT_PATH],
     prepare: (run) =>
       Effect.gen(function* () {
         const { input, repository } = yield* subjectOf(run)

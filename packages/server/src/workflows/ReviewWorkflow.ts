@@ -46,12 +46,27 @@ import { ProviderEffectsRepo } from "../persistence/ProviderEffectsRepo.ts"
 import { PullRequestsRepo } from "../persistence/PullRequestsRepo.ts"
 import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
 import { ReviewFindingsRepo } from "../persistence/ReviewFindingsRepo.ts"
-import { GitHubApp, type GitHubAppError } from "../providers/GitHubApp.ts"
-import { GitHubPulls, type PullRef, type ReviewCommentDraft } from "../providers/GitHubPulls.ts"
-import { withDescription } from "../review/PrDescription.ts"
-import { failureCheck, REVIEW_CHECK_NAME } from "../review/ReviewFailure.ts"
+import { GitHubApp } from "../providers/GitHubApp.ts"
+import { githubAttemptError } from "../providers/GitHubAttemptError.ts"
+import { GitHubPulls, type PullRef } from "../providers/GitHubPulls.ts"
+import {
+  descriptionEffectKey,
+  findingMarker,
+  GITHUB_REVIEW_DELIVERY,
+  type ReviewDeliveryPayload,
+  type ReviewEffectRequest,
+  reviewEffectKey,
+  reviewMarker
+} from "../review/ReviewDelivery.ts"
+import {
+  failureCheck,
+  inProgressCheck,
+  REVIEW_CHECK_NAME,
+  reviewCheckId,
+  supersededCheck
+} from "../review/ReviewFailure.ts"
 import { reviewInstructions, reviewPrompt } from "../review/ReviewInstructions.ts"
-import { commentBody, coverageOf, planReview, type ReviewPlan, reviewBody } from "../review/ReviewPlan.ts"
+import { checkSummary, commentBody, coverageOf, planReview, type ReviewPlan, reviewBody } from "../review/ReviewPlan.ts"
 import { pathExclusion } from "../review/ReviewPolicy.ts"
 import { Outbox } from "../storage/Outbox.ts"
 import { cloneUrl, makeSecondaryCheckouts } from "../work/Checkouts.ts"
@@ -63,44 +78,9 @@ const REVIEW_TIME_LIMIT_SECONDS = 1800
 
 const fail = (code: string, message: string, retryable = false) => new AttemptError({ code, message, retryable })
 
-const GITHUB_FAILURE_CODE: Record<GitHubAppError["reason"], string> = {
-  NotConfigured: "github_not_configured",
-  NotInstalled: "github_not_installed",
-  NotFound: "github_not_found",
-  Unavailable: "github_unavailable"
-}
-
-/** GitHub being unreachable is worth another attempt; a missing App, installation or pull request is not. */
-const fromGithub = (error: GitHubAppError) =>
-  fail(GITHUB_FAILURE_CODE[error.reason], error.message, error.reason === "Unavailable")
-
-/** The marker a review's body carries: how a publish that may have posted finds what it posted. */
-export const reviewMarker = (runId: string) => `<!-- bosun:review:${runId} -->`
-const findingMarker = (fingerprint: string) => `<!-- bosun:finding:${fingerprint} -->`
-const FINDING_MARKER = /<!-- bosun:finding:([A-Za-z0-9:_-]+) -->/
-
 const decodeOutput = Schema.decodeUnknownEffect(Schema.fromJsonString(ReviewOutput))
 
-/** What a review effect records before it is posted: everything the call needs, no secret. */
-const ReviewEffectRequest = Schema.Struct({
-  commit_id: Schema.String,
-  body: Schema.String,
-  comments: Schema.Array(
-    Schema.Struct({
-      fingerprint: Schema.String,
-      path: Schema.String,
-      body: Schema.String,
-      line: Schema.Number,
-      side: Schema.Literals(["LEFT", "RIGHT"]),
-      start_line: Schema.optional(Schema.Number)
-    })
-  ),
-  resolved: Schema.Array(Schema.String)
-})
-type ReviewEffectRequest = typeof ReviewEffectRequest.Type
-
-/** What a description effect records: the agent's text; the body is built from the one GitHub has at the call. */
-const DescriptionEffectRequest = Schema.Struct({ description: Schema.String })
+const fromGithub = githubAttemptError
 
 /**
  * What the memories given to a review did, as its agent reports it: each raised finding citing a
@@ -176,8 +156,42 @@ export const reviewWorkflow = Effect.gen(function* () {
     }
   })
 
+  /** Writes the run's check run in a state (its own outbox row, posted by `bosun-effects`). */
+  const recordCheck = (
+    organizationId: string,
+    subject: { readonly pr: PullRef; readonly headSha: string },
+    key: string,
+    check: {
+      readonly externalId: string
+      readonly conclusion?: CheckRun["conclusion"]
+      readonly title: string
+      readonly summary: string
+    }
+  ) =>
+    outbox
+      .transaction(
+        outbox.write("bosun-effects", GITHUB_CHECK_RUN, {
+          organization_id: organizationId,
+          owner: subject.pr.repository.owner,
+          name: subject.pr.repository.name,
+          head_sha: subject.headSha,
+          idempotency_key: `github.check_run:${key}`,
+          external_id: check.externalId,
+          check_name: REVIEW_CHECK_NAME,
+          ...(check.conclusion === undefined ? {} : { conclusion: check.conclusion }),
+          title: check.title,
+          summary: check.summary
+        } satisfies CheckRun)
+      )
+      .pipe(
+        Effect.mapError((error) => fail("check_run_unrecorded", error.message, true)),
+        Effect.provideService(SqlClient.SqlClient, sql),
+        Effect.asVoid
+      )
+
   const type: WorkflowType = {
     lane: "REVIEW",
+    outputs: [REVIEW_OUTPUT_PATH],
     prepare: (run) =>
       Effect.gen(function* () {
         const subject = yield* subjectOf(run)
@@ -214,6 +228,11 @@ export const reviewWorkflow = Effect.gen(function* () {
         const secondary = yield* secondaryCheckouts(run.organizationId, configuration.secondary_repository_ids, [
           CHECKOUT
         ])
+        // The pull request shows the review started; the same check run ends with its outcome.
+        yield* recordCheck(run.organizationId, subject, `in_progress:${run.runId}`, {
+          externalId: reviewCheckId(run.runId),
+          ...inProgressCheck(subject.headSha)
+        })
         const request: RunRequest = {
           run_id: run.runId,
           attempt_id: run.attemptId,
@@ -273,192 +292,151 @@ export const reviewWorkflow = Effect.gen(function* () {
           },
           grants: [],
           model: configuration.model === "" ? null : configuration.model,
-          provider: configuration.agent_provider
+          // What actually runs the review: the operator's review profile when one is set.
+          provider: Option.match(config.runtime.reviewAgentProfile, {
+            onNone: () => configuration.agent_provider,
+            onSome: (profile) => `custom agent profile ${profile}`
+          })
         }
       }),
     publish: ({ run, file }) =>
       Effect.gen(function* () {
         const subject = yield* subjectOf(run)
-        const key = `github.review:${run.runId}`
-        const descriptionKey = `github.pr_description:${run.runId}`
-        let effect = yield* effects.find(run.organizationId, key)
-        if (Option.isNone(effect)) {
-          const details = yield* Effect.mapError(pulls.details(subject.pr), fromGithub)
-          if (details.headSha !== subject.headSha) {
-            return yield* Effect.logInfo("review_superseded").pipe(
-              Effect.annotateLogs({ run_id: run.runId, head_sha: subject.headSha, now_head_sha: details.headSha })
-            )
-          }
-          const bytes = yield* file(REVIEW_OUTPUT_PATH)
-          const output = yield* decodeOutput(new TextDecoder().decode(bytes)).pipe(
-            Effect.mapError((error) =>
-              fail(
-                "review_output_invalid",
-                `The agent's review does not match the output contract: ${error.message.split("\n").slice(0, 3).join(" ")}`
-              )
+        const key = reviewEffectKey(run.runId)
+        // Recorded by an earlier run of this step: its delivery row was written with it.
+        if (Option.isSome(yield* effects.find(run.organizationId, key))) return
+        const details = yield* Effect.mapError(pulls.details(subject.pr), fromGithub)
+        if (details.headSha !== subject.headSha) {
+          yield* Effect.logInfo("review_superseded").pipe(
+            Effect.annotateLogs({ run_id: run.runId, head_sha: subject.headSha, now_head_sha: details.headSha })
+          )
+          return yield* recordCheck(run.organizationId, subject, `superseded:${run.runId}`, {
+            conclusion: "neutral",
+            externalId: reviewCheckId(run.runId),
+            ...supersededCheck(subject.headSha, details.headSha)
+          })
+        }
+        const bytes = yield* file(REVIEW_OUTPUT_PATH)
+        const output = yield* decodeOutput(new TextDecoder().decode(bytes)).pipe(
+          Effect.mapError((error) =>
+            fail(
+              "review_output_invalid",
+              `The agent's review does not match the output contract: ${error.message.split("\n").slice(0, 3).join(" ")}`
             )
           )
-          const configuration = yield* configurations.effective(run.organizationId, subject.repositoryId)
-          const files = yield* Effect.mapError(pulls.files(subject.pr), fromGithub)
-          const coverage = coverageOf(files, pathExclusion(configuration.review_policy.excluded_paths))
-          const known = yield* findings.known(subject.ref)
-          const previousHead = yield* findings.lastReviewedHead(subject.ref)
-          const changed = Option.isNone(previousHead)
-            ? files.map((changedFile) => changedFile.path)
-            : yield* pulls
-                .changedPaths(subject.pr, previousHead.value, subject.headSha)
-                .pipe(Effect.orElseSucceed(() => files.map((changedFile) => changedFile.path)))
-          const plan = planReview({
-            output,
-            coverage,
-            commentLimit: configuration.review_policy.comment_limit,
-            known,
-            changedSincePrevious: new Set(changed)
-          })
-          const request: ReviewEffectRequest = {
-            commit_id: subject.headSha,
-            body: `${reviewBody(output.summary, plan)}\n\n${reviewMarker(run.runId)}`,
-            comments: plan.findings
-              .filter((finding) => finding.placement === "INLINE")
-              .map((finding) => ({
-                fingerprint: finding.fingerprint,
-                path: finding.path,
-                body: `${commentBody(finding)}\n\n${findingMarker(finding.fingerprint)}`,
-                line: finding.end_line,
-                side: finding.side,
-                ...(finding.start_line < finding.end_line ? { start_line: finding.start_line } : {})
-              })),
-            resolved: plan.resolved.map((finding) => finding.fingerprint)
-          }
-          const description =
-            configuration.automatic_pr_description === "ENABLED" ? (output.description?.trim() ?? "") : ""
-          yield* sql
-            .withTransaction(
-              Effect.gen(function* () {
-                yield* findings.recordPlan(subject.ref, {
-                  runId: run.runId,
-                  headSha: subject.headSha,
-                  summary: output.summary,
-                  plan
-                })
-                yield* memories.recordEffects(
-                  run.organizationId,
-                  run.runId,
-                  { repositoryId: subject.repositoryId, number: subject.pr.number },
-                  memoryEffectsOf(plan, output)
-                )
+        )
+        const configuration = yield* configurations.effective(run.organizationId, subject.repositoryId)
+        const files = yield* Effect.mapError(pulls.files(subject.pr), fromGithub)
+        const coverage = coverageOf(files, pathExclusion(configuration.review_policy.excluded_paths))
+        const known = yield* findings.known(subject.ref)
+        const previousHead = yield* findings.lastReviewedHead(subject.ref)
+        const changed = Option.isNone(previousHead)
+          ? files.map((changedFile) => changedFile.path)
+          : yield* pulls
+              .changedPaths(subject.pr, previousHead.value, subject.headSha)
+              .pipe(Effect.orElseSucceed(() => files.map((changedFile) => changedFile.path)))
+        const plan = planReview({
+          output,
+          coverage,
+          commentLimit: configuration.review_policy.comment_limit,
+          known,
+          changedSincePrevious: new Set(changed)
+        })
+        const request: ReviewEffectRequest = {
+          commit_id: subject.headSha,
+          body: `${reviewBody(output.summary, plan)}\n\n${reviewMarker(run.runId)}`,
+          comments: plan.findings
+            .filter((finding) => finding.placement === "INLINE")
+            .map((finding) => ({
+              fingerprint: finding.fingerprint,
+              path: finding.path,
+              body: `${commentBody(finding)}\n\n${findingMarker(finding.fingerprint)}`,
+              line: finding.end_line,
+              side: finding.side,
+              ...(finding.start_line < finding.end_line ? { start_line: finding.start_line } : {})
+            })),
+          resolved: plan.resolved.map((finding) => finding.fingerprint),
+          check_summary: checkSummary(plan)
+        }
+        const description =
+          configuration.automatic_pr_description === "ENABLED" ? (output.description?.trim() ?? "") : ""
+        const delivery: ReviewDeliveryPayload = {
+          organization_id: run.organizationId,
+          run_id: run.runId,
+          repository_id: subject.repositoryId,
+          owner: subject.pr.repository.owner,
+          name: subject.pr.repository.name,
+          number: subject.pr.number,
+          head_sha: subject.headSha
+        }
+        // The plan, the effects and the delivery row commit together: GitHub is called only by
+        // the delivery, so its failures never send the run (and its agent) round again.
+        yield* outbox
+          .transaction(
+            Effect.gen(function* () {
+              yield* findings.recordPlan(subject.ref, {
+                runId: run.runId,
+                headSha: subject.headSha,
+                summary: output.summary,
+                plan
+              })
+              yield* memories.recordEffects(
+                run.organizationId,
+                run.runId,
+                { repositoryId: subject.repositoryId, number: subject.pr.number },
+                memoryEffectsOf(plan, output)
+              )
+              yield* effects.begin({
+                organizationId: run.organizationId,
+                runId: run.runId,
+                kind: "github.review",
+                idempotencyKey: key,
+                request
+              })
+              if (description !== "") {
                 yield* effects.begin({
                   organizationId: run.organizationId,
                   runId: run.runId,
-                  kind: "github.review",
-                  idempotencyKey: key,
-                  request
+                  kind: "github.pr_description",
+                  idempotencyKey: descriptionEffectKey(run.runId),
+                  request: { description }
                 })
-                if (description !== "") {
-                  yield* effects.begin({
-                    organizationId: run.organizationId,
-                    runId: run.runId,
-                    kind: "github.pr_description",
-                    idempotencyKey: descriptionKey,
-                    request: { description }
-                  })
-                }
-              })
-            )
-            .pipe(Effect.orDie, Effect.provideService(SqlClient.SqlClient, sql))
-          // Best effort: a dependency on a sibling repository noticed now is proposed as context;
-          // failing to look changes nothing of the review (the next one looks again).
-          yield* discovery
-            .discover({
-              organizationId: run.organizationId,
-              primary: subject.repository,
-              headSha: subject.headSha,
-              files,
-              pullRequestText: `${details.title}\n${details.body}`
+              }
+              yield* outbox.write("bosun-effects", GITHUB_REVIEW_DELIVERY, delivery)
             })
-            .pipe(
-              Effect.tap((proposed) =>
-                proposed.length === 0
-                  ? Effect.void
-                  : Effect.logInfo("context_suggestions_proposed").pipe(
-                      Effect.annotateLogs({
-                        org_id: run.organizationId,
-                        run_id: run.runId,
-                        secondary: proposed.map((entry) => `${entry.secondary_owner}/${entry.secondary_name}`).join(",")
-                      })
-                    )
-              ),
-              Effect.catchCause((cause) =>
-                Effect.logWarning("context_discovery_failed", cause).pipe(
-                  Effect.annotateLogs({ org_id: run.organizationId, run_id: run.runId })
-                )
-              )
-            )
-          effect = yield* effects.find(run.organizationId, key)
-        }
-        if (Option.isNone(effect)) return yield* Effect.die(new Error("the review effect was not recorded"))
-        const request = yield* Schema.decodeUnknownEffect(ReviewEffectRequest)(effect.value.request).pipe(Effect.orDie)
-        if (effect.value.status !== "SUCCEEDED") {
-          yield* effects.attempted(run.organizationId, key)
-          const existing = yield* Effect.mapError(pulls.findReview(subject.pr, reviewMarker(run.runId)), fromGithub)
-          const reviewId = Option.isSome(existing)
-            ? existing.value
-            : yield* Effect.mapError(
-                pulls.createReview(subject.pr, {
-                  commitId: request.commit_id,
-                  body: request.body,
-                  comments: request.comments.map(
-                    (comment): ReviewCommentDraft => ({
-                      path: comment.path,
-                      body: comment.body,
-                      line: comment.line,
-                      side: comment.side,
-                      startLine: comment.start_line
+          )
+          .pipe(
+            Effect.mapError((error) => fail("review_unrecorded", error.message, true)),
+            Effect.provideService(SqlClient.SqlClient, sql)
+          )
+        // Best effort: a dependency on a sibling repository noticed now is proposed as context;
+        // failing to look changes nothing of the review (the next one looks again).
+        yield* discovery
+          .discover({
+            organizationId: run.organizationId,
+            primary: subject.repository,
+            headSha: subject.headSha,
+            files,
+            pullRequestText: `${details.title}\n${details.body}`
+          })
+          .pipe(
+            Effect.tap((proposed) =>
+              proposed.length === 0
+                ? Effect.void
+                : Effect.logInfo("context_suggestions_proposed").pipe(
+                    Effect.annotateLogs({
+                      org_id: run.organizationId,
+                      run_id: run.runId,
+                      secondary: proposed.map((entry) => `${entry.secondary_owner}/${entry.secondary_name}`).join(",")
                     })
                   )
-                }),
-                fromGithub
+            ),
+            Effect.catchCause((cause) =>
+              Effect.logWarning("context_discovery_failed", cause).pipe(
+                Effect.annotateLogs({ org_id: run.organizationId, run_id: run.runId })
               )
-          const posted = yield* Effect.mapError(pulls.reviewComments(subject.pr, reviewId), fromGithub)
-          const threads = posted.length === 0 ? [] : yield* Effect.mapError(pulls.reviewThreads(subject.pr), fromGithub)
-          const threadOf = new Map(threads.flatMap((thread) => thread.commentIds.map((id) => [id, thread.id] as const)))
-          yield* findings.recordPosted(subject.ref, {
-            runId: run.runId,
-            githubReviewId: reviewId,
-            comments: posted.flatMap((comment) => {
-              const fingerprint = FINDING_MARKER.exec(comment.body)?.[1]
-              return fingerprint === undefined
-                ? []
-                : [{ fingerprint, commentId: comment.id, threadId: threadOf.get(comment.id) ?? null }]
-            })
-          })
-          yield* effects.succeed(run.organizationId, key, { review_id: reviewId })
-          yield* pullRequests.setReviewStatus(run.organizationId, subject.ref, "REVIEWED")
-        }
-        const describe = yield* effects.find(run.organizationId, descriptionKey)
-        if (Option.isSome(describe) && describe.value.status !== "SUCCEEDED") {
-          const { description } = yield* Schema.decodeUnknownEffect(DescriptionEffectRequest)(
-            describe.value.request
-          ).pipe(Effect.orDie)
-          yield* effects.attempted(run.organizationId, descriptionKey)
-          const details = yield* Effect.mapError(pulls.details(subject.pr), fromGithub)
-          if (details.headSha !== subject.headSha) {
-            // The push queued a newer review, whose description this older one must not overwrite.
-            yield* effects.succeed(run.organizationId, descriptionKey, { updated: false, superseded: true })
-          } else {
-            // Built from the body GitHub has now, so a PATCH that landed before a crash is not repeated.
-            const body = withDescription(details.body, description)
-            if (body !== details.body) yield* Effect.mapError(pulls.updateBody(subject.pr, body), fromGithub)
-            yield* effects.succeed(run.organizationId, descriptionKey, { updated: body !== details.body })
-          }
-        }
-        // Resolving is idempotent on GitHub, so a publish that runs again resolves them again.
-        const toResolve = yield* findings.threadsOf(subject.ref, request.resolved)
-        yield* Effect.forEach(
-          toResolve,
-          (threadId) => Effect.mapError(pulls.resolveThread(subject.pr, threadId), fromGithub),
-          { discard: true }
-        )
+            )
+          )
       })
   }
   const reportFailure: NonNullable<WorkflowType["reportFailure"]> = (report) =>
@@ -472,6 +450,7 @@ export const reviewWorkflow = Effect.gen(function* () {
         name: subject.pr.repository.name,
         head_sha: subject.headSha,
         idempotency_key: `github.check_run:failed:${report.run.runId}`,
+        external_id: reviewCheckId(report.run.runId),
         check_name: REVIEW_CHECK_NAME,
         conclusion: "failure",
         title,

@@ -31,7 +31,8 @@ import { SqlClient } from "effect/sql"
 import { ProviderEffectsRepo } from "../persistence/ProviderEffectsRepo.ts"
 import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
 import { WorkItemsRepo } from "../persistence/WorkItemsRepo.ts"
-import { GitHubApp, type GitHubAppError } from "../providers/GitHubApp.ts"
+import { GitHubApp } from "../providers/GitHubApp.ts"
+import { githubAttemptError } from "../providers/GitHubAttemptError.ts"
 import { type CommitFile, GitHubBranches } from "../providers/GitHubBranches.ts"
 import { Outbox } from "../storage/Outbox.ts"
 import { applyChange, parseChanges } from "../work/ChangeSet.ts"
@@ -65,15 +66,7 @@ export const enqueueImplement = (
     return queued
   })
 
-/** GitHub unreachable is worth another attempt; anything else it refuses is not. */
-const fromGithub = (error: GitHubAppError) =>
-  fail(
-    error.reason === "Unavailable"
-      ? "github_unavailable"
-      : `github_${error.reason === "NotFound" ? "not_found" : "not_installed"}`,
-    error.message,
-    error.reason === "Unavailable"
-  )
+const fromGithub = githubAttemptError
 
 export const branchFor = (itemId: string, runId: string) => `bosun/wi-${itemId.slice(0, 8)}-${runId.slice(0, 8)}`
 
@@ -103,6 +96,7 @@ export const workItemImplementWorkflow = Effect.gen(function* () {
 
   const type: WorkflowType = {
     lane: "AGENT",
+    outputs: [IMPLEMENT_OUTPUT_PATH, CHANGES_PATH],
     prepare: (run) =>
       Effect.gen(function* () {
         const { found, plan, repository } = yield* subjectOf(run)

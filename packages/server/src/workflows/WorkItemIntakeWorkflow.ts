@@ -115,6 +115,7 @@ export const workItemIntakeWorkflow = Effect.gen(function* () {
 
   const type: WorkflowType = {
     lane: "AGENT",
+    outputs: [INTAKE_OUTPUT_PATH],
     prepare: (run) =>
       Effect.gen(function* () {
         const found = yield* itemOf(run)

@@ -62,6 +62,7 @@ const SECRET_PROMPT = "prompt-that-must-only-be-sealed-7f3a"
 /** The test's workflow type: a CUSTOM profile named by the run's input; publishes once per attempt. */
 const testType = (failFirstPrepare: ReadonlySet<string>, sql: SqlClient.SqlClient): WorkflowType => ({
   lane: "AGENT",
+  outputs: ["outputs/report.json"],
   prepare: (run) =>
     Effect.gen(function* () {
       if (run.inputSnapshot.profile === "unpreparable") {

@@ -173,11 +173,7 @@ layer(Pulls, { excludeTestServices: true })("GitHubPulls", (it) => {
           const pages = calls(fake, "GET", "/api/v3/repos/acme/api/pulls/1/files")
           assert.deepStrictEqual(
             pages.map((request) => Object.fromEntries(new URLSearchParams(request.query))),
-            [
-              { per_page: "100", page: "1" },
-              { per_page: "100", page: "2" },
-              { per_page: "100", page: "3" }
-            ]
+            [{ per_page: "100" }, { per_page: "100", page: "2" }, { per_page: "100", page: "3" }]
           )
           assert.isTrue(pages.every((request) => /^token ghs_[0-9a-f]{36}$/.test(request.authorization ?? "")))
         })
@@ -225,7 +221,8 @@ layer(Pulls, { excludeTestServices: true })("GitHubPulls", (it) => {
         const pulls = yield* GitHubPulls
         const error = yield* failure(pulls.details(pr(404)))
         assert.strictEqual(error.reason, "NotFound")
-        assert.strictEqual(error.message, "GitHub GET /pulls/{number} failed with status 404")
+        assert.strictEqual(error.message, "GitHub GET /pulls/{number} answered 404: Not Found")
+        assert.strictEqual(error.status, 404)
       })
     )
   })
@@ -345,32 +342,34 @@ layer(Pulls, { excludeTestServices: true })("GitHubPulls", (it) => {
         })
     )
 
-    it.effect("createReview with a comment outside the diff fails Unavailable with status 422 and posts nothing", () =>
-      Effect.gen(function* () {
-        const fake = yield* openPull(4)
-        const pulls = yield* GitHubPulls
-        const valid = { path: "src/app.ts", body: "fine", line: 13, side: "RIGHT" } as const
-        const outside = [
-          { path: "src/app.ts", body: "below the first hunk", line: 17, side: "RIGHT" },
-          { path: "src/app.ts", body: "spans the gap between hunks", line: 41, startLine: 15, side: "RIGHT" },
-          { path: "src/app.ts", body: "old line past the hunk", line: 16, side: "LEFT" },
-          { path: "src/new.ts", body: "an added file has no old side", line: 2, side: "LEFT" },
-          { path: "assets/logo.png", body: "a binary file has no lines", line: 1, side: "RIGHT" },
-          { path: "src/missing.ts", body: "not part of the pull request", line: 1, side: "RIGHT" }
-        ] as const
+    it.effect(
+      "createReview with a comment outside the diff is Refused with GitHub's 422 and its words, and posts nothing",
+      () =>
+        Effect.gen(function* () {
+          const fake = yield* openPull(4)
+          const pulls = yield* GitHubPulls
+          const valid = { path: "src/app.ts", body: "fine", line: 13, side: "RIGHT" } as const
+          const outside = [
+            { path: "src/app.ts", body: "below the first hunk", line: 17, side: "RIGHT" },
+            { path: "src/app.ts", body: "spans the gap between hunks", line: 41, startLine: 15, side: "RIGHT" },
+            { path: "src/app.ts", body: "old line past the hunk", line: 16, side: "LEFT" },
+            { path: "src/new.ts", body: "an added file has no old side", line: 2, side: "LEFT" },
+            { path: "assets/logo.png", body: "a binary file has no lines", line: 1, side: "RIGHT" },
+            { path: "src/missing.ts", body: "not part of the pull request", line: 1, side: "RIGHT" }
+          ] as const
 
-        for (const comment of outside) {
-          const error = yield* failure(
-            pulls.createReview(pr(4), { commitId: HEAD, body: "Findings", comments: [valid, comment] })
-          )
-          assert.strictEqual(error.reason, "Unavailable", comment.body)
-          assert.strictEqual(error.message, "GitHub POST /pulls/{number}/reviews failed with status 422", comment.body)
-          assert.include(error.message, "status 422")
-        }
-        assert.deepStrictEqual(fake.reviews("acme/api", 4), [])
-        assert.deepStrictEqual(fake.threads("acme/api", 4), [])
-        assert.strictEqual(calls(fake, "POST", "/api/v3/repos/acme/api/pulls/4/reviews").length, outside.length)
-      })
+          for (const comment of outside) {
+            const error = yield* failure(
+              pulls.createReview(pr(4), { commitId: HEAD, body: "Findings", comments: [valid, comment] })
+            )
+            assert.strictEqual(error.reason, "Refused", comment.body)
+            assert.strictEqual(error.status, 422, comment.body)
+            assert.match(error.message, /^GitHub POST \/pulls\/\{number\}\/reviews answered 422: \S.+/, comment.body)
+          }
+          assert.deepStrictEqual(fake.reviews("acme/api", 4), [])
+          assert.deepStrictEqual(fake.threads("acme/api", 4), [])
+          assert.strictEqual(calls(fake, "POST", "/api/v3/repos/acme/api/pulls/4/reviews").length, outside.length)
+        })
     )
 
     it.effect("findReview finds the review carrying the marker past the first page of 100, and None otherwise", () =>
@@ -391,12 +390,13 @@ layer(Pulls, { excludeTestServices: true })("GitHubPulls", (it) => {
         assert.strictEqual(Option.getOrUndefined(yield* pulls.findReview(pr(5), "<!-- bosun:run-7 -->")), ids[7])
         assert.strictEqual(Option.getOrUndefined(yield* pulls.findReview(pr(5), "<!-- bosun:run-100 -->")), ids[100])
         assert.isTrue(Option.isNone(yield* pulls.findReview(pr(5), "<!-- bosun:run-101 -->")))
-        // run-7 on page 1; run-100 on pages 1 and 2; no such marker: both pages and no more.
+        // run-7 on page 1; run-100 on pages 1 and 2; no such marker: both pages and no more. Octokit
+        // asks for the first page without a number and follows GitHub's `Link` to the next.
         assert.deepStrictEqual(
           calls(fake, "GET", "/api/v3/repos/acme/api/pulls/5/reviews").map((request) =>
             new URLSearchParams(request.query).get("page")
           ),
-          ["1", "1", "2", "1", "2"]
+          [null, null, "2", null, "2"]
         )
       })
     )
@@ -468,13 +468,14 @@ layer(Pulls, { excludeTestServices: true })("GitHubPulls", (it) => {
     )
 
     it.effect(
-      "resolveThread of a thread GitHub does not know fails Unavailable (GitHub says NOT_FOUND with status 200)",
+      "resolveThread of a thread GitHub does not know fails NotFound with GitHub's words (NOT_FOUND in errors, status 200)",
       () =>
         Effect.gen(function* () {
           const pulls = yield* GitHubPulls
           const error = yield* failure(pulls.resolveThread(pr(6), "PRRT_kwDOnothing"))
-          assert.strictEqual(error.reason, "Unavailable")
-          assert.strictEqual(error.message, "GitHub GraphQL resolveReviewThread failed")
+          assert.strictEqual(error.reason, "NotFound")
+          assert.match(error.message, /^GitHub GraphQL resolveReviewThread answered: .+/)
+          assert.notInclude(error.message, "ghs_")
         })
     )
 
@@ -507,28 +508,57 @@ layer(Pulls, { excludeTestServices: true })("GitHubPulls", (it) => {
 
         const error = yield* failure(pulls.replyToReviewComment(pr(11), 1, "Nobody to answer"))
         assert.strictEqual(error.reason, "NotFound")
-        assert.strictEqual(error.message, "GitHub POST /pulls/{number}/comments/{id}/replies failed with status 404")
+        assert.strictEqual(error.message, "GitHub POST /pulls/{number}/comments/{id}/replies answered 404: Not Found")
       })
     )
 
-    it.effect("a GitHub failure on posting a review fails Unavailable with the status, and the retry posts once", () =>
-      Effect.gen(function* () {
-        const fake = yield* openPull(12)
-        const pulls = yield* GitHubPulls
-        const review = { commitId: HEAD, body: "Retried review", comments: [] }
-        fake.failNext({ method: "POST", path: /\/pulls\/12\/reviews$/, status: 502 })
+    it.effect(
+      "GitHub's 502 on posting a review is retried within the call: 502, 502, then 201 posts the review once",
+      () =>
+        Effect.gen(function* () {
+          const fake = yield* openPull(31)
+          const pulls = yield* GitHubPulls
+          fake.failNext({ method: "POST", path: /\/pulls\/31\/reviews$/, status: 502, times: 2 })
 
-        const error = yield* failure(pulls.createReview(pr(12), review))
-        assert.strictEqual(error.reason, "Unavailable")
-        assert.strictEqual(error.message, "GitHub POST /pulls/{number}/reviews failed with status 502")
-        assert.deepStrictEqual(fake.reviews("acme/api", 12), [])
+          const id = yield* pulls.createReview(pr(31), {
+            commitId: HEAD,
+            body: "Posted on the third try",
+            comments: []
+          })
 
-        const id = yield* pulls.createReview(pr(12), review)
-        assert.deepStrictEqual(
-          fake.reviews("acme/api", 12).map((posted) => [posted.id, posted.body]),
-          [[id, "Retried review"]]
-        )
-      })
+          assert.strictEqual(calls(fake, "POST", "/api/v3/repos/acme/api/pulls/31/reviews").length, 3)
+          assert.deepStrictEqual(
+            fake.reviews("acme/api", 31).map((posted) => [posted.id, posted.body]),
+            [[id, "Posted on the third try"]]
+          )
+        })
+    )
+
+    it.effect(
+      "a GitHub failing past the call's retries fails Unavailable with its status; the next call posts once",
+      () =>
+        Effect.gen(function* () {
+          const fake = yield* openPull(12)
+          const pulls = yield* GitHubPulls
+          const review = { commitId: HEAD, body: "Retried review", comments: [] }
+          fake.failNext({ method: "POST", path: /\/pulls\/12\/reviews$/, status: 502, times: 4 })
+
+          const error = yield* failure(pulls.createReview(pr(12), review))
+          assert.strictEqual(error.reason, "Unavailable")
+          assert.strictEqual(error.status, 502)
+          assert.strictEqual(
+            error.message,
+            "GitHub POST /pulls/{number}/reviews answered 502: Bad Gateway - https://docs.github.com/rest"
+          )
+          assert.strictEqual(calls(fake, "POST", "/api/v3/repos/acme/api/pulls/12/reviews").length, 4)
+          assert.deepStrictEqual(fake.reviews("acme/api", 12), [])
+
+          const id = yield* pulls.createReview(pr(12), review)
+          assert.deepStrictEqual(
+            fake.reviews("acme/api", 12).map((posted) => [posted.id, posted.body]),
+            [[id, "Retried review"]]
+          )
+        })
     )
   })
 
@@ -673,7 +703,7 @@ layer(Pulls, { excludeTestServices: true })("GitHubPulls", (it) => {
 
           const unknown = yield* failure(pulls.changedPaths(pr(12), "d".repeat(40), next))
           assert.strictEqual(unknown.reason, "NotFound")
-          assert.include(unknown.message, "status 404")
+          assert.strictEqual(unknown.status, 404)
 
           const many = "e".repeat(40)
           fake.setCompare(

@@ -1,8 +1,8 @@
 /**
  * The review publish step with automatic_pr_description (issue 8) against the fake GitHub through
  * the real Octokit clients: the agent's description goes into the pull request's body between
- * Bosun's markers beside the author's text, patched once per run — not again when publish runs
- * again, after a failed PATCH or a PATCH that landed unrecorded — a later run replaces only the
+ * Bosun's markers beside the author's text, patched once per run by the review's delivery — not
+ * again when publish runs again, after a failed PATCH or a PATCH that landed unrecorded — a later run replaces only the
  * section, and with the feature DISABLED the body is never touched.
  */
 import type { AttemptRun } from "@bosun/actors/attempt/AttemptPorts"
@@ -14,8 +14,8 @@ import { ConfigurationRepo } from "../../src/persistence/ConfigurationRepo.ts"
 import { PullRequestsRepo } from "../../src/persistence/PullRequestsRepo.ts"
 import { RepositoriesRepo } from "../../src/persistence/RepositoriesRepo.ts"
 import { DESCRIPTION_START, descriptionSection } from "../../src/review/PrDescription.ts"
-import { REVIEW, reviewWorkflow } from "../../src/workflows/ReviewWorkflow.ts"
-import { layerReviewPublishStack } from "../support/ReviewPublishStack.ts"
+import { REVIEW } from "../../src/workflows/ReviewWorkflow.ts"
+import { layerReviewPublishStack, publishAndDeliver, redeliver } from "../support/ReviewPublishStack.ts"
 
 const ORG = "describe-org"
 const REPO = "acme/shop"
@@ -85,32 +85,6 @@ const run = (runId: string, repositoryId: string, number: number, head: string):
   inputSnapshot: {}
 })
 
-const publish = (attemptRun: AttemptRun, output: unknown) =>
-  Effect.gen(function* () {
-    const type = (yield* reviewWorkflow)[REVIEW]
-    if (type === undefined) return yield* Effect.die(new Error("no review type"))
-    const text = JSON.stringify(output)
-    return yield* type.publish({
-      run: attemptRun,
-      result: {
-        run_id: attemptRun.runId,
-        attempt_id: attemptRun.attemptId,
-        agent: "CUSTOM",
-        status: "SUCCEEDED",
-        phase: "DONE",
-        retryable: false,
-        exit_code: 0,
-        error: null,
-        usage: { input_tokens: 0, output_tokens: 0, cost_usd: null, duration_ms: 1 },
-        files: [],
-        last_seq: 1,
-        started_at: new Date().toISOString(),
-        finished_at: new Date().toISOString()
-      },
-      file: () => Effect.succeed(new TextEncoder().encode(text))
-    })
-  })
-
 const patches = (fake: FakeGithub["Service"], number: number) =>
   fake.requests.filter(
     (request) => request.method === "PATCH" && request.path === `/api/v3/repos/${REPO}/pulls/${number}`
@@ -132,7 +106,7 @@ layer(Publish, { excludeTestServices: true })("pull request description on publi
         const human = "Fixes #31\r\n\r\nThe handler for the new endpoint."
         const { fake, repositoryId } = yield* setup(1, sha("1"), human)
         const output = { summary: "Adds the handler.", findings: [FINDING], description: FIRST_DESCRIPTION }
-        yield* publish(run("run-d1", repositoryId, 1, sha("1")), output)
+        yield* publishAndDeliver(run("run-d1", repositoryId, 1, sha("1")), output)
 
         assert.strictEqual(fake.reviews(REPO, 1).length, 1)
         assert.strictEqual(fake.pullBody(REPO, 1), `${human}\r\n\r\n${descriptionSection(FIRST_DESCRIPTION)}`)
@@ -142,7 +116,7 @@ layer(Publish, { excludeTestServices: true })("pull request description on publi
         assert.strictEqual(effect?.status, "SUCCEEDED")
         assert.strictEqual(effect?.request.description, FIRST_DESCRIPTION)
 
-        yield* publish(run("run-d1", repositoryId, 1, sha("1")), output)
+        yield* publishAndDeliver(run("run-d1", repositoryId, 1, sha("1")), output)
         assert.strictEqual(patches(fake, 1), 1, "a publish that runs again does not patch twice")
         assert.strictEqual(fake.reviews(REPO, 1).length, 1)
       })
@@ -152,27 +126,21 @@ layer(Publish, { excludeTestServices: true })("pull request description on publi
       Effect.gen(function* () {
         yield* setAutomaticDescription("ENABLED")
         const { fake, repositoryId } = yield* setup(2, sha("2"), "Author's notes.")
-        fake.failNext({ method: "PATCH", path: new RegExp(`^/api/v3/repos/${REPO}/pulls/2$`), status: 502 })
+        // Past the call's own retries: the delivery fails after the review was posted; the next one patches.
+        fake.failNext({ method: "PATCH", path: new RegExp(`^/api/v3/repos/${REPO}/pulls/2$`), status: 502, times: 4 })
         const output = { summary: "Adds the handler.", findings: [], description: FIRST_DESCRIPTION }
 
-        const failed = yield* Effect.flip(publish(run("run-d2", repositoryId, 2, sha("2")), output))
-        assert.strictEqual(failed.code, "github_unavailable")
-        assert.isTrue(failed.retryable)
-        assert.strictEqual(fake.reviews(REPO, 2).length, 1, "the review was posted before the description")
-        assert.strictEqual(fake.pullBody(REPO, 2), "Author's notes.")
-        assert.strictEqual((yield* descriptionEffect("run-d2"))[0]?.status, "PENDING")
-
-        yield* publish(run("run-d2", repositoryId, 2, sha("2")), output)
+        yield* publishAndDeliver(run("run-d2", repositoryId, 2, sha("2")), output)
         assert.strictEqual(fake.pullBody(REPO, 2), `Author's notes.\n\n${descriptionSection(FIRST_DESCRIPTION)}`)
-        assert.strictEqual(patches(fake, 2), 2, "the failed PATCH and its retry")
+        assert.strictEqual(patches(fake, 2), 5, "four failed PATCHes (one delivery) and the next delivery's")
         assert.strictEqual(fake.reviews(REPO, 2).length, 1)
 
         // A crash after GitHub took the PATCH but before it was recorded: the body already says it.
         const sql = yield* SqlClient.SqlClient
         yield* sql`UPDATE provider_effects SET status = 'PENDING'
                    WHERE organization_id = ${ORG} AND idempotency_key = 'github.pr_description:run-d2'`
-        yield* publish(run("run-d2", repositoryId, 2, sha("2")), output)
-        assert.strictEqual(patches(fake, 2), 2, "an unchanged body is not patched")
+        yield* redeliver("run-d2")
+        assert.strictEqual(patches(fake, 2), 5, "an unchanged body is not patched")
         const [effect] = yield* descriptionEffect("run-d2")
         assert.deepStrictEqual(
           { status: effect?.status, result: effect?.result },
@@ -185,7 +153,7 @@ layer(Publish, { excludeTestServices: true })("pull request description on publi
       Effect.gen(function* () {
         yield* setAutomaticDescription("ENABLED")
         const { fake, repositoryId } = yield* setup(3, sha("3"), "Fixes #33")
-        yield* publish(run("run-d3a", repositoryId, 3, sha("3")), {
+        yield* publishAndDeliver(run("run-d3a", repositoryId, 3, sha("3")), {
           summary: "First.",
           findings: [FINDING],
           description: FIRST_DESCRIPTION
@@ -197,7 +165,7 @@ layer(Publish, { excludeTestServices: true })("pull request description on publi
         const edited = `${first}\n\n- [x] migration reviewed\n`
         fake.setPull(REPO, { number: 3, body: edited, head: { sha: sha("4"), ref: "feature-3" } })
         fake.setCompare(REPO, sha("3"), sha("4"), ["src/handler.ts"])
-        yield* publish(run("run-d3b", repositoryId, 3, sha("4")), {
+        yield* publishAndDeliver(run("run-d3b", repositoryId, 3, sha("4")), {
           summary: "Second.",
           findings: [],
           description: SECOND_DESCRIPTION
@@ -217,7 +185,7 @@ layer(Publish, { excludeTestServices: true })("pull request description on publi
       Effect.gen(function* () {
         yield* setAutomaticDescription("ENABLED")
         const { fake, repositoryId } = yield* setup(4, sha("5"), "Untouched.")
-        yield* publish(run("run-d4", repositoryId, 4, sha("5")), { summary: "No description.", findings: [] })
+        yield* publishAndDeliver(run("run-d4", repositoryId, 4, sha("5")), { summary: "No description.", findings: [] })
         assert.strictEqual(fake.reviews(REPO, 4).length, 1)
         assert.strictEqual(fake.pullBody(REPO, 4), "Untouched.")
         assert.strictEqual(patches(fake, 4), 0)
@@ -232,8 +200,8 @@ layer(Publish, { excludeTestServices: true })("pull request description on publi
         yield* setAutomaticDescription("DISABLED")
         const { fake, repositoryId } = yield* setup(5, sha("6"), "The author's own description.")
         const output = { summary: "Adds the handler.", findings: [FINDING], description: FIRST_DESCRIPTION }
-        yield* publish(run("run-d5", repositoryId, 5, sha("6")), output)
-        yield* publish(run("run-d5", repositoryId, 5, sha("6")), output)
+        yield* publishAndDeliver(run("run-d5", repositoryId, 5, sha("6")), output)
+        yield* publishAndDeliver(run("run-d5", repositoryId, 5, sha("6")), output)
 
         assert.strictEqual(fake.reviews(REPO, 5).length, 1, "the review itself is posted")
         assert.strictEqual(fake.pullBody(REPO, 5), "The author's own description.")

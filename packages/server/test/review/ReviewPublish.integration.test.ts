@@ -1,20 +1,29 @@
 /**
- * The review workflow's publish step (issue 8: "Publish", "Stable findings across pushes") against
- * the fake GitHub through the real Octokit clients: one review with inline comments on diff lines
- * (outside-diff findings in the summary), never posted twice — not when publish runs again, not
- * when it failed after GitHub had the review — and across a push: a fixed finding resolved with its
- * thread, a new one posted, an unchanged one not re-posted; output off the contract posts nothing.
+ * The review workflow's publish step and the delivery it records (`ReviewDelivery`, on the real
+ * `bosun-effects` queue) against the fake GitHub through the real Octokit clients: one review with
+ * inline comments on diff lines (outside-diff findings in the summary), never posted twice — not
+ * when publish runs again, not when a delivery failed after GitHub had the review — and across a
+ * push: a fixed finding resolved with its thread, a new one posted, an unchanged one not re-posted;
+ * output off the contract posts nothing; the run's check run ends success, failure or neutral; a
+ * GitHub that refuses ends the delivery at once with its words, replayable from the dead letters.
  */
 import type { AttemptRun } from "@bosun/actors/attempt/AttemptPorts"
-import { eventually, FakeGithub } from "@bosun/testing"
+import { eventually, FakeGithub, LogCapture } from "@bosun/testing"
 import { assert, describe, layer } from "@effect/vitest"
 import { Duration, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { PullRequestsRepo } from "../../src/persistence/PullRequestsRepo.ts"
 import { RepositoriesRepo } from "../../src/persistence/RepositoriesRepo.ts"
 import { ReviewFindingsRepo } from "../../src/persistence/ReviewFindingsRepo.ts"
-import { REVIEW, reviewMarker, reviewWorkflow } from "../../src/workflows/ReviewWorkflow.ts"
-import { layerReviewPublishStack } from "../support/ReviewPublishStack.ts"
+import { reviewMarker } from "../../src/review/ReviewDelivery.ts"
+import { Queues } from "../../src/storage/Queue.ts"
+import { REVIEW, reviewWorkflow } from "../../src/workflows/ReviewWorkflow.ts"
+import {
+  deliveryState,
+  layerReviewPublishStack,
+  publishAndDeliver,
+  publishReview
+} from "../support/ReviewPublishStack.ts"
 
 const ORG = "publish-org"
 const REPO = "acme/shop"
@@ -88,32 +97,15 @@ const run = (runId: string, repositoryId: string, number: number, head: string):
   inputSnapshot: {}
 })
 
-const publish = (attemptRun: AttemptRun, output: unknown) =>
-  Effect.gen(function* () {
-    const types = yield* reviewWorkflow
-    const type = types[REVIEW]
-    if (type === undefined) return yield* Effect.die(new Error("no review type"))
-    const text = typeof output === "string" ? output : JSON.stringify(output)
-    return yield* type.publish({
-      run: attemptRun,
-      result: {
-        run_id: attemptRun.runId,
-        attempt_id: attemptRun.attemptId,
-        agent: "CUSTOM",
-        status: "SUCCEEDED",
-        phase: "DONE",
-        retryable: false,
-        exit_code: 0,
-        error: null,
-        usage: { input_tokens: 0, output_tokens: 0, cost_usd: null, duration_ms: 1 },
-        files: [],
-        last_seq: 1,
-        started_at: new Date().toISOString(),
-        finished_at: new Date().toISOString()
-      },
-      file: () => Effect.succeed(new TextEncoder().encode(text))
-    })
-  })
+const publish = publishReview
+
+/** How many requests of `method` to `path` GitHub got. */
+const calls = (fake: FakeGithub["Service"], method: string, path: string) =>
+  fake.requests.filter((request) => request.method === method && request.path === path).length
+
+/** The check runs of `head` on the repository. */
+const checksOn = (fake: FakeGithub["Service"], head: string) =>
+  fake.checkRuns(REPO).filter((check) => check.head_sha === head)
 
 const reviewStatus = (repositoryId: string, number: number) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
@@ -145,7 +137,7 @@ layer(Publish, { excludeTestServices: true })("review publish", (it) => {
       () =>
         Effect.gen(function* () {
           const { fake, repositoryId } = yield* setup(1, sha("1"), FIRST)
-          yield* publish(run("run-p1", repositoryId, 1, sha("1")), {
+          yield* publishAndDeliver(run("run-p1", repositoryId, 1, sha("1")), {
             summary: "Adds the handler.",
             findings: [B, A, C]
           })
@@ -193,8 +185,23 @@ layer(Publish, { excludeTestServices: true })("review publish", (it) => {
           )
           assert.deepStrictEqual(counts, [{ open_findings: 3, resolved_findings: 0 }])
 
+          // The run's check run ends success on the head, saying what was posted and what was not reviewed.
+          const [check] = checksOn(fake, sha("1"))
+          assert.strictEqual(checksOn(fake, sha("1")).length, 1)
+          assert.strictEqual(check?.name, "Bosun review")
+          assert.strictEqual(check?.status, "completed")
+          assert.strictEqual(check?.conclusion, "success")
+          assert.strictEqual(check?.external_id, "bosun-review:run-p1")
+          assert.strictEqual(check?.output.title, "Review posted")
+          assert.include(
+            check?.output.summary ?? "",
+            "- Posted: 3 new findings (2 inline, 1 outside the diff, 0 over the comment limit)"
+          )
+          assert.include(check?.output.summary ?? "", "- Resolved by this push: 0")
+          assert.include(check?.output.summary ?? "", "- Reviewed 1 of 1 changed files.")
+
           // Publish running again (a retried step) posts nothing more.
-          yield* publish(run("run-p1", repositoryId, 1, sha("1")), {
+          yield* publishAndDeliver(run("run-p1", repositoryId, 1, sha("1")), {
             summary: "Adds the handler.",
             findings: [B, A, C]
           })
@@ -202,25 +209,22 @@ layer(Publish, { excludeTestServices: true })("review publish", (it) => {
         })
     )
 
-    it.effect("a publish that failed after GitHub took the review finds it on the retry and posts no second one", () =>
-      Effect.gen(function* () {
-        const { fake, repositoryId } = yield* setup(2, sha("2"), FIRST)
-        fake.failNext({ method: "GET", path: /\/pulls\/2\/reviews\/\d+\/comments$/, status: 502, times: 1 })
+    it.effect(
+      "a delivery that failed after GitHub took the review finds it on the next delivery and posts no second one",
+      () =>
+        Effect.gen(function* () {
+          const { fake, repositoryId } = yield* setup(2, sha("2"), FIRST)
+          // Past the call's own retries (three): the delivery fails, and the queue delivers it again.
+          fake.failNext({ method: "GET", path: /\/pulls\/2\/reviews\/\d+\/comments$/, status: 502, times: 4 })
 
-        const failed = yield* Effect.flip(
-          publish(run("run-p2", repositoryId, 2, sha("2")), { summary: "First try.", findings: [A] })
-        )
-        assert.strictEqual(failed.code, "github_unavailable")
-        assert.isTrue(failed.retryable)
-        assert.include(failed.message, "status 502")
-        assert.strictEqual(fake.reviews(REPO, 2).length, 1, "GitHub had the review before the step failed")
-
-        yield* publish(run("run-p2", repositoryId, 2, sha("2")), { summary: "First try.", findings: [A] })
-        assert.strictEqual(fake.reviews(REPO, 2).length, 1)
-        const rows = yield* findingRows(repositoryId, 2)
-        assert.strictEqual(rows.length, 1)
-        assert.isNotNull(rows[0]?.github_comment_id, "the comment is matched to its finding on the retry")
-      })
+          yield* publishAndDeliver(run("run-p2", repositoryId, 2, sha("2")), { summary: "First try.", findings: [A] })
+          assert.deepStrictEqual(yield* deliveryState("run-p2"), { done: true, dead: false })
+          assert.strictEqual(fake.reviews(REPO, 2).length, 1, "one review, found by its marker on the second delivery")
+          assert.strictEqual(calls(fake, "POST", "/api/v3/repos/acme/shop/pulls/2/reviews"), 1)
+          const rows = yield* findingRows(repositoryId, 2)
+          assert.strictEqual(rows.length, 1)
+          assert.isNotNull(rows[0]?.github_comment_id, "the comment is matched to its finding on the retry")
+        })
     )
 
     it.effect("output that does not match the contract fails the attempt, unretried, and posts nothing", () =>
@@ -244,13 +248,112 @@ layer(Publish, { excludeTestServices: true })("review publish", (it) => {
       })
     )
 
-    it.effect("a run whose pull request moved to a newer head posts nothing", () =>
-      Effect.gen(function* () {
-        const { fake, repositoryId } = yield* setup(4, sha("5"), FIRST)
-        yield* publish(run("run-p4", repositoryId, 4, sha("4")), { summary: "Stale.", findings: [A] })
-        assert.strictEqual(fake.reviews(REPO, 4).length, 0)
-        assert.deepStrictEqual(yield* findingRows(repositoryId, 4), [])
-      })
+    it.effect(
+      "a run whose pull request moved to a newer head posts nothing; its check run ends neutral naming the new head",
+      () =>
+        Effect.gen(function* () {
+          const { fake, repositoryId } = yield* setup(4, sha("5"), FIRST)
+          yield* publishAndDeliver(run("run-p4", repositoryId, 4, sha("4")), { summary: "Stale.", findings: [A] })
+          assert.strictEqual(fake.reviews(REPO, 4).length, 0)
+          assert.deepStrictEqual(yield* findingRows(repositoryId, 4), [])
+          const [check] = yield* eventually(
+            Effect.sync(() => checksOn(fake, sha("4"))),
+            (found) => found.length > 0,
+            Duration.seconds(20)
+          )
+          assert.strictEqual(check?.status, "completed")
+          assert.strictEqual(check?.conclusion, "neutral")
+          assert.strictEqual(check?.external_id, "bosun-review:run-p4")
+          assert.strictEqual(check?.output.title, "Superseded by a newer push")
+          assert.include(
+            check?.output.summary ?? "",
+            `\`${sha("5").slice(0, 12)}\` replaced \`${sha("4").slice(0, 12)}\``
+          )
+        })
+    )
+
+    it.effect(
+      "GitHub answering the review POST 502, 502, then 201: the review is posted once, its check run success",
+      () =>
+        Effect.gen(function* () {
+          const { fake, repositoryId } = yield* setup(8, sha("b"), FIRST)
+          fake.failNext({ method: "POST", path: /\/pulls\/8\/reviews$/, status: 502, times: 2 })
+
+          yield* publishAndDeliver(run("run-p8", repositoryId, 8, sha("b")), { summary: "Third time.", findings: [A] })
+
+          assert.strictEqual(calls(fake, "POST", "/api/v3/repos/acme/shop/pulls/8/reviews"), 3)
+          assert.strictEqual(fake.reviews(REPO, 8).length, 1)
+          assert.strictEqual(yield* reviewStatus(repositoryId, 8), "REVIEWED")
+          assert.strictEqual(checksOn(fake, sha("b"))[0]?.conclusion, "success")
+        })
+    )
+
+    it.effect(
+      "GitHub answering a GraphQL error ends the delivery at once: GitHub's words in the failed check run and one error line, the message dead-lettered, and its replay posts nothing twice",
+      () =>
+        Effect.gen(function* () {
+          const { fake, repositoryId } = yield* setup(9, sha("c"), FIRST)
+          const capture = yield* LogCapture
+          const sql = yield* SqlClient.SqlClient
+          const graphqlError = "Resource not accessible by integration"
+          fake.failNext({
+            method: "POST",
+            path: /^\/api\/graphql$/,
+            status: 200,
+            body: { data: null, errors: [{ type: "FORBIDDEN", path: ["repository"], message: graphqlError }] }
+          })
+
+          yield* publishAndDeliver(run("run-p9", repositoryId, 9, sha("c")), { summary: "Refused.", findings: [A] })
+
+          assert.deepStrictEqual(yield* deliveryState("run-p9"), { done: false, dead: true })
+          const [check] = checksOn(fake, sha("c"))
+          assert.strictEqual(check?.conclusion, "failure")
+          assert.strictEqual(check?.external_id, "bosun-review:run-p9")
+          assert.strictEqual(check?.output.title, "Review failed while publishing the review: GitHub refused it")
+          assert.include(check?.output.summary ?? "", `- Error: GitHub GraphQL reviewThreads answered: ${graphqlError}`)
+          assert.strictEqual(yield* reviewStatus(repositoryId, 9), "FAILED")
+          const failures = (yield* capture.records).filter(
+            (record) => record.msg === "review_delivery_failed" && record.run_id === "run-p9"
+          )
+          assert.deepStrictEqual(
+            failures.map((record) => ({
+              level: record.level,
+              step: record.step,
+              provider: record.provider,
+              http_status: record.http_status,
+              error: record.error,
+              deliveries: record.deliveries
+            })),
+            [
+              {
+                level: "error",
+                step: "publish",
+                provider: "github",
+                http_status: 200,
+                error: `GitHub GraphQL reviewThreads answered: ${graphqlError}`,
+                deliveries: 1
+              }
+            ],
+            "one line, at error, on the first delivery"
+          )
+          assert.strictEqual(fake.reviews(REPO, 9).length, 1, "the review itself was posted before the thread query")
+
+          // The operator replays the dead letter once GitHub answers: the review is found, not posted again.
+          const replayed = yield* (yield* Queues).deadLetters.replay("bosun-effects")
+          assert.isAtLeast(replayed, 1)
+          yield* eventually(deliveryState("run-p9"), (state) => state?.done === true, Duration.seconds(20))
+          assert.strictEqual(fake.reviews(REPO, 9).length, 1)
+          assert.strictEqual(calls(fake, "POST", "/api/v3/repos/acme/shop/pulls/9/reviews"), 1)
+          assert.strictEqual(checksOn(fake, sha("c")).length, 1)
+          assert.strictEqual(checksOn(fake, sha("c"))[0]?.conclusion, "success")
+          assert.deepStrictEqual(fake.checkRunStates(checksOn(fake, sha("c"))[0]?.id ?? 0), ["failure", "success"])
+          assert.strictEqual(yield* reviewStatus(repositoryId, 9), "REVIEWED")
+          const rows = yield* findingRows(repositoryId, 9)
+          assert.isNotNull(rows[0]?.github_thread_id, "the thread is linked on the replay")
+          const [effect] = yield* sql<{ status: string }>`
+            SELECT status FROM provider_effects WHERE idempotency_key = 'github.review:run-p9'`
+          assert.strictEqual(effect?.status, "SUCCEEDED")
+        })
     )
   })
 
@@ -260,12 +363,12 @@ layer(Publish, { excludeTestServices: true })("review publish", (it) => {
       () =>
         Effect.gen(function* () {
           const { fake, repositoryId } = yield* setup(5, sha("6"), FIRST)
-          yield* publish(run("run-p5a", repositoryId, 5, sha("6")), { summary: "First.", findings: [A, B] })
+          yield* publishAndDeliver(run("run-p5a", repositoryId, 5, sha("6")), { summary: "First.", findings: [A, B] })
           assert.strictEqual(fake.reviews(REPO, 5)[0]?.comments.length, 2)
 
           yield* setup(5, sha("7"), SECOND)
           fake.setCompare(REPO, sha("6"), sha("7"), ["src/handler.ts"])
-          yield* publish(run("run-p5b", repositoryId, 5, sha("7")), { summary: "Second.", findings: [B, D] })
+          yield* publishAndDeliver(run("run-p5b", repositoryId, 5, sha("7")), { summary: "Second.", findings: [B, D] })
 
           const reviews = fake.reviews(REPO, 5)
           assert.strictEqual(reviews.length, 2)
@@ -331,12 +434,12 @@ layer(Publish, { excludeTestServices: true })("review publish", (it) => {
           assert.strictEqual(check?.name, "Bosun review")
           assert.strictEqual(check?.status, "completed")
           assert.strictEqual(check?.conclusion, "failure")
-          assert.strictEqual(check?.external_id, "github.check_run:failed:run-p7")
+          assert.strictEqual(check?.external_id, "bosun-review:run-p7")
           assert.strictEqual(check?.output.title, "Review failed while running the agent: model_api_error (HTTP 429)")
           const summary = check?.output.summary ?? ""
           assert.include(summary, "failed at the **execute** step, running the agent, after 3 attempts")
           assert.include(summary, "- Error: `model_api_error` — APIError (HTTP 429): Rate limit reached for requests")
-          assert.include(summary, "- Model provider: OPENCODE (model gpt-test)")
+          assert.include(summary, "- Agent: OPENCODE (model gpt-test)")
           assert.include(summary, "- Provider HTTP status: 429")
           assert.include(summary, "comment `@bosun review` to retry")
           const [effect] = yield* sql<{ status: string; attempts: number }>`
@@ -349,7 +452,7 @@ layer(Publish, { excludeTestServices: true })("review publish", (it) => {
     it.effect("a finding a person answered stays closed: a later review that reports it again does not post it", () =>
       Effect.gen(function* () {
         const { fake, repositoryId } = yield* setup(6, sha("8"), FIRST)
-        yield* publish(run("run-p6a", repositoryId, 6, sha("8")), { summary: "First.", findings: [E, B] })
+        yield* publishAndDeliver(run("run-p6a", repositoryId, 6, sha("8")), { summary: "First.", findings: [E, B] })
         const posted = fake.reviews(REPO, 6)[0]?.comments.find((comment) => comment.line === 7)
         assert.isDefined(posted)
         const dismissed = yield* (yield* ReviewFindingsRepo).dismissByComment(
@@ -361,7 +464,7 @@ layer(Publish, { excludeTestServices: true })("review publish", (it) => {
 
         yield* setup(6, sha("9"), SECOND)
         fake.setCompare(REPO, sha("8"), sha("9"), ["src/handler.ts"])
-        yield* publish(run("run-p6b", repositoryId, 6, sha("9")), { summary: "Second.", findings: [B, E] })
+        yield* publishAndDeliver(run("run-p6b", repositoryId, 6, sha("9")), { summary: "Second.", findings: [B, E] })
 
         assert.deepStrictEqual(
           fake.reviews(REPO, 6)[1]?.comments ?? [],

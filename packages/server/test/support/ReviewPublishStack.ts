@@ -2,13 +2,16 @@
  * What a test of the review workflow's publish step runs on (issue 8): the fake GitHub with an App
  * (a real RSA key) installed on one repository of one organization, the organization's App
  * configuration sealed through the real repository, and the real GitHub clients, outbox, Postgres
- * queues and `bosun-effects` consumer over a fresh test database — no HTTP stack, no cluster.
+ * queues and `bosun-effects` consumer over a fresh test database — no HTTP stack, no cluster —
+ * and how a test drives the review workflow's publish step and the delivery it records.
  */
 import { generateKeyPairSync } from "node:crypto"
+import type { AttemptRun } from "@bosun/actors/attempt/AttemptPorts"
 import { MutexLive } from "@bosun/actors/coordination/Mutex"
-import { FakeGithub } from "@bosun/testing"
+import { eventually, FakeGithub } from "@bosun/testing"
 import { Duration, Effect, Layer, Redacted } from "effect"
 import { TestRunner } from "effect/cluster"
+import { SqlClient } from "effect/sql"
 import { AppConfig } from "../../src/config/AppConfig.ts"
 import { EffectsConsumerLive } from "../../src/effects/EffectsConsumer.ts"
 import { GithubAppsRepo } from "../../src/persistence/GithubAppsRepo.ts"
@@ -22,6 +25,7 @@ import { SlackChat } from "../../src/providers/SlackChat.ts"
 import { layerMemory } from "../../src/storage/CacheMemory.ts"
 import { Outbox } from "../../src/storage/Outbox.ts"
 import { layerPostgres } from "../../src/storage/QueuePostgres.ts"
+import { REVIEW, reviewWorkflow } from "../../src/workflows/ReviewWorkflow.ts"
 import { testSettings } from "./TestServer.ts"
 import { layerTestServices } from "./TestServices.ts"
 
@@ -95,3 +99,60 @@ export const layerReviewPublishStack = (org: string, repository: string) => {
     Layer.provideMerge(FakeGithub.layer)
   )
 }
+
+/** The review workflow's publish step for `attemptRun`, the agent having written `output`. */
+export const publishReview = (attemptRun: AttemptRun, output: unknown) =>
+  Effect.gen(function* () {
+    const type = (yield* reviewWorkflow)[REVIEW]
+    if (type === undefined) return yield* Effect.die(new Error("no review type"))
+    const text = typeof output === "string" ? output : JSON.stringify(output)
+    return yield* type.publish({
+      run: attemptRun,
+      result: {
+        run_id: attemptRun.runId,
+        attempt_id: attemptRun.attemptId,
+        agent: "CUSTOM",
+        status: "SUCCEEDED",
+        phase: "DONE",
+        retryable: false,
+        exit_code: 0,
+        error: null,
+        usage: { input_tokens: 0, output_tokens: 0, cost_usd: null, duration_ms: 1 },
+        files: [],
+        last_seq: 1,
+        started_at: new Date().toISOString(),
+        finished_at: new Date().toISOString()
+      },
+      file: () => Effect.succeed(new TextEncoder().encode(text))
+    })
+  })
+
+/** The run's review delivery as the outbox holds it: done, dead-lettered, or none recorded. */
+export const deliveryState = (runId: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.map(
+      sql<{ done: boolean; dead: boolean }>`SELECT done_at IS NOT NULL AS done, dead_lettered_at IS NOT NULL AS dead
+        FROM outbox WHERE kind = 'github.review_delivery' AND payload->>'run_id' = ${runId}`,
+      (rows) => rows[0]
+    )
+  )
+
+/** Waits until the review delivery of `runId` (if publish recorded one) is done or dead-lettered. */
+export const delivered = (runId: string) =>
+  eventually(deliveryState(runId), (state) => state === undefined || state.done || state.dead, Duration.seconds(30))
+
+/** Publish, then the delivery it recorded, as the server runs them. */
+export const publishAndDeliver = (attemptRun: AttemptRun, output: unknown) =>
+  Effect.tap(publishReview(attemptRun, output), () => delivered(attemptRun.runId))
+
+/**
+ * Delivers the run's review again, as after a wake-up lost in a crash: the outbox row is undone and
+ * unsent, so the relay sends it once more; waits until it is done.
+ */
+export const redeliver = (runId: string) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`UPDATE outbox SET done_at = NULL, enqueued_at = NULL
+               WHERE kind = 'github.review_delivery' AND payload->>'run_id' = ${runId}`
+    yield* eventually(deliveryState(runId), (state) => state?.done === true, Duration.seconds(30))
+  })

@@ -22,6 +22,7 @@ const publishDelay = Number(process.env.TEST_PUBLISH_DELAY_MS ?? 0)
 
 const testEcho = (sql: SqlClient.SqlClient): WorkflowType => ({
   lane: "AGENT",
+  outputs: [],
   prepare: (run) =>
     Effect.succeed({
       request: {

@@ -59,6 +59,13 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
   secretRotation: { lease: Duration.seconds(2), pollInterval: Duration.millis(200) },
   sessions: { idleTimeout: Duration.days(14), maxAge: Duration.days(30) },
   githubApiUrl: new URL("http://127.0.0.1:9/api/v3"),
+  // GitHub's 5xx retried quickly and writes unpaced: tests wait for nothing a real GitHub needs.
+  github: {
+    retryBase: Duration.millis(20),
+    retries: 3,
+    writeInterval: Duration.millis(0),
+    maxRateLimitWait: Duration.seconds(60)
+  },
   composioApiUrl: new URL("http://127.0.0.1:9"),
   openRouterApiUrl: new URL("http://127.0.0.1:9/api/v1"),
   slackApiUrl: new URL("http://127.0.0.1:9/api/"),
