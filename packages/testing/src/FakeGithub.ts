@@ -44,6 +44,9 @@
  *   comment's id as `fullDatabaseId` (GitHub's BigInt scalar, a string), and the deprecated 32-bit
  *   `databaseId` of an id past 2^31 as GitHub's "Int cannot represent" error;
  * - every id it issues (reviews, comments, threads, check runs, ...) above 2^32, as github.com's are;
+ * - its REST answers with every field GitHub's description requires of them (accounts as
+ *   `simple-user`, full repositories, `_links`, check runs with their suite, App and pull
+ *   requests, ...): API urls on the REST base the client reached, timestamps in ISO 8601;
  * - git's smart HTTP protocol for the repositories given a real bare repository, at
  *   `/:owner/:name.git`: `GET info/refs?service=git-upload-pack` and `POST git-upload-pack` (clone
  *   and fetch), with HTTP Basic whose password is an installation token reaching the repository
@@ -307,6 +310,255 @@ const nodeId = (prefix: string, id: number) => `${prefix}_kwDO${Buffer.from(Stri
 /** A stable numeric id for a login, so the same user always has the same id. */
 const accountId = (login: string) => Number.parseInt(createHash("sha1").update(login).digest("hex").slice(0, 7), 16)
 
+/** When the fake's accounts, Apps, installations and repositories were made: long before any test's calls. */
+const CREATED_AT = "2023-06-01T12:00:00Z"
+
+/** What a review App installed for Bosun may do and hears about, as GitHub lists an App's grants. */
+const APP_PERMISSIONS = {
+  checks: "write",
+  contents: "write",
+  issues: "write",
+  metadata: "read",
+  pull_requests: "write"
+}
+const APP_EVENTS = ["check_run", "issue_comment", "pull_request", "pull_request_review", "pull_request_review_comment"]
+
+type AccountRef = { readonly login: string; readonly id: number; readonly type: string }
+
+/** An account as GitHub's `simple-user`, its API urls under the REST base `api`; a bot's page is its App's. */
+const simpleUser = (api: string, account: AccountRef) => {
+  const url = `${api}/users/${encodeURIComponent(account.login)}`
+  return {
+    login: account.login,
+    id: account.id,
+    node_id: Buffer.from(`${account.type}:${account.id}`).toString("base64"),
+    avatar_url: `https://avatars.githubusercontent.com/${account.type === "Bot" ? "in" : "u"}/${account.id}?v=4`,
+    gravatar_id: "",
+    url,
+    html_url:
+      account.type === "Bot"
+        ? `https://github.com/apps/${account.login.replace(/\[bot\]$/, "")}`
+        : `https://github.com/${account.login}`,
+    followers_url: `${url}/followers`,
+    following_url: `${url}/following{/other_user}`,
+    gists_url: `${url}/gists{/gist_id}`,
+    starred_url: `${url}/starred{/owner}{/repo}`,
+    subscriptions_url: `${url}/subscriptions`,
+    organizations_url: `${url}/orgs`,
+    repos_url: `${url}/repos`,
+    events_url: `${url}/events{/privacy}`,
+    received_events_url: `${url}/received_events`,
+    type: account.type,
+    user_view_type: "public",
+    site_admin: false
+  }
+}
+
+/** An account's public profile (`public-user`, as `GET /users/{username}` answers it). */
+const publicUser = (api: string, account: AccountRef, name: string | null) => ({
+  ...simpleUser(api, account),
+  name,
+  company: null,
+  blog: "",
+  location: null,
+  email: null,
+  hireable: null,
+  bio: null,
+  twitter_username: null,
+  public_repos: 0,
+  public_gists: 0,
+  followers: 0,
+  following: 0,
+  created_at: CREATED_AT,
+  updated_at: CREATED_AT
+})
+
+/** An organization as GitHub's `organization-simple`. */
+const organizationSimple = (api: string, organization: { readonly login: string; readonly id: number }) => {
+  const url = `${api}/orgs/${encodeURIComponent(organization.login)}`
+  return {
+    login: organization.login,
+    id: organization.id,
+    node_id: Buffer.from(`Organization:${organization.id}`).toString("base64"),
+    url,
+    repos_url: `${url}/repos`,
+    events_url: `${url}/events`,
+    hooks_url: `${url}/hooks`,
+    issues_url: `${url}/issues`,
+    members_url: `${url}/members{/member}`,
+    public_members_url: `${url}/public_members{/member}`,
+    avatar_url: `https://avatars.githubusercontent.com/u/${organization.id}?v=4`,
+    description: null
+  }
+}
+
+/** A GitHub App as GitHub's `integration`, owned by `owner`. */
+const integrationJson = (api: string, app: { readonly id: number; readonly slug: string }, owner: AccountRef) => ({
+  id: app.id,
+  slug: app.slug,
+  node_id: `A_kwDO${Buffer.from(String(app.id)).toString("base64url")}`,
+  owner: simpleUser(api, owner),
+  name: app.slug,
+  description: null,
+  external_url: `https://github.com/apps/${app.slug}`,
+  html_url: `https://github.com/apps/${app.slug}`,
+  created_at: CREATED_AT,
+  updated_at: CREATED_AT,
+  permissions: APP_PERMISSIONS,
+  events: APP_EVENTS
+})
+
+/** An installation as GitHub's `installation`. */
+const installationJson = (
+  api: string,
+  installation: { readonly id: number; readonly appId: number; readonly account: AccountRef },
+  slug: string
+) => ({
+  id: installation.id,
+  account: simpleUser(api, installation.account),
+  repository_selection: "selected",
+  access_tokens_url: `${api}/app/installations/${installation.id}/access_tokens`,
+  repositories_url: `${api}/installation/repositories`,
+  html_url:
+    installation.account.type === "Organization"
+      ? `https://github.com/organizations/${installation.account.login}/settings/installations/${installation.id}`
+      : `https://github.com/settings/installations/${installation.id}`,
+  app_id: installation.appId,
+  app_slug: slug,
+  target_id: installation.account.id,
+  target_type: installation.account.type,
+  permissions: APP_PERMISSIONS,
+  events: APP_EVENTS,
+  created_at: CREATED_AT,
+  updated_at: CREATED_AT,
+  single_file_name: null,
+  has_multiple_single_files: false,
+  single_file_paths: [],
+  suspended_by: null,
+  suspended_at: null
+})
+
+/**
+ * `owner/name` as GitHub's `repository`, owned by `owner`: API urls under `api`, cloned from the
+ * fake's own git over HTTP (`/owner/name.git` next to `/api/v3`).
+ */
+const repositoryJson = (api: string, repository: string, owner: AccountRef) => {
+  const url = `${api}/repos/${repository}`
+  const html = `https://github.com/${repository}`
+  return {
+    id: accountId(repository),
+    node_id: `R_kgDO${Buffer.from(repository).toString("base64url")}`,
+    name: repository.slice(repository.indexOf("/") + 1),
+    full_name: repository,
+    owner: simpleUser(api, owner),
+    private: true,
+    visibility: "private",
+    html_url: html,
+    description: null,
+    fork: false,
+    url,
+    archive_url: `${url}/{archive_format}{/ref}`,
+    assignees_url: `${url}/assignees{/user}`,
+    blobs_url: `${url}/git/blobs{/sha}`,
+    branches_url: `${url}/branches{/branch}`,
+    collaborators_url: `${url}/collaborators{/collaborator}`,
+    comments_url: `${url}/comments{/number}`,
+    commits_url: `${url}/commits{/sha}`,
+    compare_url: `${url}/compare/{base}...{head}`,
+    contents_url: `${url}/contents/{+path}`,
+    contributors_url: `${url}/contributors`,
+    deployments_url: `${url}/deployments`,
+    downloads_url: `${url}/downloads`,
+    events_url: `${url}/events`,
+    forks_url: `${url}/forks`,
+    git_commits_url: `${url}/git/commits{/sha}`,
+    git_refs_url: `${url}/git/refs{/sha}`,
+    git_tags_url: `${url}/git/tags{/sha}`,
+    git_url: `git://github.com/${repository}.git`,
+    issue_comment_url: `${url}/issues/comments{/number}`,
+    issue_events_url: `${url}/issues/events{/number}`,
+    issues_url: `${url}/issues{/number}`,
+    keys_url: `${url}/keys{/key_id}`,
+    labels_url: `${url}/labels{/name}`,
+    languages_url: `${url}/languages`,
+    merges_url: `${url}/merges`,
+    milestones_url: `${url}/milestones{/number}`,
+    notifications_url: `${url}/notifications{?since,all,participating}`,
+    pulls_url: `${url}/pulls{/number}`,
+    releases_url: `${url}/releases{/id}`,
+    ssh_url: `git@github.com:${repository}.git`,
+    stargazers_url: `${url}/stargazers`,
+    statuses_url: `${url}/statuses/{sha}`,
+    subscribers_url: `${url}/subscribers`,
+    subscription_url: `${url}/subscription`,
+    tags_url: `${url}/tags`,
+    teams_url: `${url}/teams`,
+    trees_url: `${url}/git/trees{/sha}`,
+    clone_url: `${api.replace(/\/api\/v3$/, "")}/${repository}.git`,
+    mirror_url: null,
+    hooks_url: `${url}/hooks`,
+    svn_url: html,
+    homepage: null,
+    language: null,
+    forks: 0,
+    forks_count: 0,
+    stargazers_count: 0,
+    watchers: 0,
+    watchers_count: 0,
+    size: 0,
+    default_branch: "main",
+    open_issues: 0,
+    open_issues_count: 0,
+    is_template: false,
+    topics: [],
+    has_issues: true,
+    has_projects: true,
+    has_wiki: true,
+    has_pages: false,
+    has_downloads: true,
+    archived: false,
+    disabled: false,
+    license: null,
+    pushed_at: CREATED_AT,
+    created_at: CREATED_AT,
+    updated_at: CREATED_AT
+  }
+}
+
+/**
+ * Commit `sha` of `owner/name` as GitHub's `commit` (what branches and comparisons show), read from
+ * `commit` when the git repository has it; a made-up sha (`setBranch`) gets made-up details.
+ */
+const commitDetailsJson = (api: string, repository: string, sha: string, commit: GitCommit | undefined) => {
+  const url = `${api}/repos/${repository}/commits/${sha}`
+  const someone = { name: "octocat", email: "octocat@users.noreply.github.com", date: CREATED_AT }
+  const tree = commit?.tree ?? createHash("sha1").update(`tree of ${sha}`).digest("hex")
+  return {
+    url,
+    sha,
+    node_id: `C_kwDO${Buffer.from(sha).toString("base64url")}`,
+    html_url: `https://github.com/${repository}/commit/${sha}`,
+    comments_url: `${url}/comments`,
+    commit: {
+      url: `${api}/repos/${repository}/git/commits/${sha}`,
+      author: commit?.author ?? someone,
+      committer: commit?.committer ?? someone,
+      message: commit?.message ?? "",
+      comment_count: 0,
+      tree: { sha: tree, url: `${api}/repos/${repository}/git/trees/${tree}` },
+      verification: { verified: false, reason: "unsigned", signature: null, payload: null, verified_at: null }
+    },
+    // GitHub's account for the commit's email; none is known here.
+    author: null,
+    committer: null,
+    parents: (commit?.parents ?? []).map((parent) => ({
+      sha: parent,
+      url: `${api}/repos/${repository}/commits/${parent}`,
+      html_url: `https://github.com/${repository}/commit/${parent}`
+    }))
+  }
+}
+
 /**
  * The lines of a unified diff a review comment may sit on, by `RIGHT:<new line>` (added and
  * context lines) and `LEFT:<old line>` (removed and context lines), each with its position (the
@@ -366,6 +618,8 @@ const indexOfCursor = (cursor: unknown) =>
 interface PullRecord {
   pull: FakeGithubPull
   readonly id: number
+  /** When it was opened (ISO 8601). */
+  readonly createdAt: string
   readonly reviews: Array<FakeGithubReview>
   readonly threads: Array<{ readonly id: string; isResolved: boolean; readonly commentIds: Array<number> }>
   readonly issueComments: Array<FakeGithubIssueComment>
@@ -457,6 +711,8 @@ export class FakeGithub extends Context.Service<
         const checkRuns = new Map<string, Array<FakeGithubCheckRun>>()
         /** Each check run's states in order: its status while running, then its conclusion. */
         const checkRunStates = new Map<number, Array<string>>()
+        /** GitHub's check suite of each App on each commit of a repository, by `repository#appId#sha`. */
+        const checkSuites = new Map<string, number>()
         const compares = new Map<string, ReadonlyArray<string>>()
         const gitRepositories = new Map<string, string>()
         /** By repository, the numbers of the pull requests opened through `POST pulls`. */
@@ -515,6 +771,28 @@ export class FakeGithub extends Context.Service<
         }
         const botOf = (installation: FakeGithubInstallation) =>
           account(`${appSlugs.get(installation.appId) ?? "bosun"}[bot]`, "Bot")
+        /** The App as GitHub's `integration`: owned by the account of its first installation (who registered it). */
+        const appJson = (api: string, appId: number) => {
+          const slug = appSlugs.get(appId) ?? "bosun"
+          const owner = [...installations.values()].find((candidate) => candidate.appId === appId)?.account
+          return integrationJson(
+            api,
+            { id: appId, slug },
+            owner ?? { login: slug, id: accountId(slug), type: "Organization" }
+          )
+        }
+        /** The check suite of `appId` on `sha`, made with the App's first check run there. */
+        const checkSuiteOf = (repository: string, appId: number, sha: string) => {
+          const key = `${repository}#${appId}#${sha}`
+          const found = checkSuites.get(key) ?? nextId()
+          checkSuites.set(key, found)
+          return found
+        }
+        /** Commit `sha` of `owner/name` as GitHub's `commit`, from its git repository when it has one. */
+        const commitDetails = async (api: string, repository: string, sha: string) => {
+          const dir = gitRepositories.get(repository)
+          return commitDetailsJson(api, repository, sha, dir === undefined ? undefined : await gitReadCommit(dir, sha))
+        }
 
         /**
          * Replies to review comment `commentId` of the pull request: like GitHub, a reply is a
@@ -569,6 +847,8 @@ export class FakeGithub extends Context.Service<
             res.writeHead(status, { "content-type": "application/json; charset=utf-8", ...headers })
             res.end(JSON.stringify(value))
           }
+          /** The REST base the client reached, what the urls in answers are built on. */
+          const api = `http://${req.headers.host ?? "127.0.0.1"}/api/v3`
           const delayed = delays.find((candidate) => candidate.method === method && candidate.path.test(url.pathname))
           if (delayed !== undefined) {
             delayed.left -= 1
@@ -669,8 +949,8 @@ export class FakeGithub extends Context.Service<
             }
             if (theApp) {
               if (method !== "GET") return json(404, { message: "Not Found" })
-              const slug = appSlugs.get(appId) ?? "bosun"
-              return json(200, { id: appId, slug, name: slug, owner: null, events: [], permissions: {} })
+              const installationsCount = [...installations.values()].filter((each) => each.appId === appId).length
+              return json(200, { ...appJson(api, appId), installations_count: installationsCount })
             }
             if (repoInstallation !== null && method === "GET") {
               const repository = `${repoInstallation[1]}/${repoInstallation[2]}`
@@ -678,12 +958,7 @@ export class FakeGithub extends Context.Service<
                 (installation) => installation.appId === appId && installation.repositories.includes(repository)
               )
               if (found === undefined) return json(404, { message: "Not Found" })
-              return json(200, {
-                id: found.id,
-                app_id: found.appId,
-                account: found.account,
-                target_type: found.account.type
-              })
+              return json(200, installationJson(api, found, appSlugs.get(found.appId) ?? "bosun"))
             }
             const installation = installations.get(Number(accessTokens?.[1]))
             if (method !== "POST" || installation === undefined || installation.appId !== appId) {
@@ -709,10 +984,23 @@ export class FakeGithub extends Context.Service<
             if (!installation.repositories.includes(repository) || sha === undefined) {
               return json(404, { message: "Branch not found" })
             }
-            return json(200, { name: decodeURIComponent(branch[3] ?? ""), commit: { sha }, protected: false })
+            const name = decodeURIComponent(branch[3] ?? "")
+            return json(200, {
+              name,
+              commit: await commitDetails(api, repository, sha),
+              _links: {
+                self: `${api}/repos/${repository}/branches/${name}`,
+                html: `https://github.com/${repository}/tree/${name}`
+              },
+              protected: false,
+              protection: {
+                enabled: false,
+                required_status_checks: { enforcement_level: "off", contexts: [], checks: [] }
+              },
+              protection_url: `${api}/repos/${repository}/branches/${name}/protection`
+            })
           }
 
-          const api = `http://${req.headers.host ?? "127.0.0.1"}/api/v3`
           /** One page of `items` by `per_page` (30 unless given, at most 100) and `page`, with GitHub's `link` header. */
           const paged = <A>(items: ReadonlyArray<A>) => {
             const perPage = Math.min(Math.max(Math.trunc(Number(url.searchParams.get("per_page") ?? 30)) || 30, 1), 100)
@@ -756,41 +1044,98 @@ export class FakeGithub extends Context.Service<
             const record = pullCall === null ? undefined : pullOf(repository, Number(pullCall[1]))
             if (pullCall !== null && record === undefined) return json(404, { message: "Not Found" })
             const sub = pullCall?.[2] ?? ""
-            const pullJson = (pull: FakeGithubPull, id = record?.id) => ({
-              url: `${api}/repos/${repository}/pulls/${pull.number}`,
-              id,
-              node_id: nodeId("PR", id ?? 0),
-              html_url: `https://github.com/${repository}/pull/${pull.number}`,
-              number: pull.number,
-              state: pull.state,
-              locked: false,
-              title: pull.title,
-              user: account(pull.user.login, pull.user.type),
-              body: pull.body,
-              draft: pull.draft,
-              merged: false,
-              head: {
-                label: `${repository.split("/")[0]}:${pull.head.ref}`,
-                ...pull.head,
-                repo: { full_name: repository }
-              },
-              base: {
-                label: `${repository.split("/")[0]}:${pull.base.ref}`,
-                ...pull.base,
-                repo: { full_name: repository }
-              },
-              changed_files: pull.files.length,
-              additions: pull.files.reduce((sum, file) => sum + file.additions, 0),
-              deletions: pull.files.reduce((sum, file) => sum + file.deletions, 0)
-            })
+            const login = repository.slice(0, repository.indexOf("/"))
+            /** The repository's owner: the installation's account, else an organization of that name. */
+            const repositoryOwner: AccountRef =
+              installation.account.login.toLowerCase() === login.toLowerCase()
+                ? installation.account
+                : { login, id: accountId(login), type: "Organization" }
+            const pullJson = (pull: FakeGithubPull, id = record?.id) => {
+              const url = `${api}/repos/${repository}/pulls/${pull.number}`
+              const htmlUrl = `https://github.com/${repository}/pull/${pull.number}`
+              const issueUrl = `${api}/repos/${repository}/issues/${pull.number}`
+              const statusesUrl = `${api}/repos/${repository}/statuses/${pull.head.sha}`
+              const reviewCommentUrl = `${api}/repos/${repository}/pulls/comments{/number}`
+              const owning = pullOf(repository, pull.number)
+              const createdAt = owning?.createdAt ?? timestamp()
+              const side = (end: FakeGithubPull["head"]) => ({
+                label: `${login}:${end.ref}`,
+                ...end,
+                user: simpleUser(api, repositoryOwner),
+                repo: repositoryJson(api, repository, repositoryOwner)
+              })
+              return {
+                url,
+                id,
+                node_id: nodeId("PR", id ?? 0),
+                html_url: htmlUrl,
+                diff_url: `${htmlUrl}.diff`,
+                patch_url: `${htmlUrl}.patch`,
+                issue_url: issueUrl,
+                commits_url: `${url}/commits`,
+                review_comments_url: `${url}/comments`,
+                review_comment_url: reviewCommentUrl,
+                comments_url: `${issueUrl}/comments`,
+                statuses_url: statusesUrl,
+                number: pull.number,
+                state: pull.state,
+                locked: false,
+                active_lock_reason: null,
+                title: pull.title,
+                user: simpleUser(api, account(pull.user.login, pull.user.type)),
+                body: pull.body,
+                labels: [],
+                milestone: null,
+                created_at: createdAt,
+                updated_at: createdAt,
+                closed_at: pull.state === "closed" ? createdAt : null,
+                merged_at: null,
+                merge_commit_sha: null,
+                assignee: null,
+                assignees: [],
+                requested_reviewers: [],
+                requested_teams: [],
+                draft: pull.draft,
+                merged: false,
+                mergeable: null,
+                rebaseable: null,
+                mergeable_state: "unknown",
+                merged_by: null,
+                head: side(pull.head),
+                base: side(pull.base),
+                _links: {
+                  self: { href: url },
+                  html: { href: htmlUrl },
+                  issue: { href: issueUrl },
+                  comments: { href: `${issueUrl}/comments` },
+                  review_comments: { href: `${url}/comments` },
+                  review_comment: { href: reviewCommentUrl },
+                  commits: { href: `${url}/commits` },
+                  statuses: { href: statusesUrl }
+                },
+                author_association: pull.user.type === "Bot" ? "NONE" : "CONTRIBUTOR",
+                auto_merge: null,
+                maintainer_can_modify: false,
+                comments: owning?.issueComments.length ?? 0,
+                review_comments: owning?.reviews.reduce((sum, review) => sum + review.comments.length, 0) ?? 0,
+                commits: 1,
+                changed_files: pull.files.length,
+                additions: pull.files.reduce((sum, file) => sum + file.additions, 0),
+                deletions: pull.files.reduce((sum, file) => sum + file.deletions, 0)
+              }
+            }
             const reviewJson = (review: FakeGithubReview) => ({
               id: review.id,
               node_id: review.node_id,
-              user: review.user,
+              user: simpleUser(api, review.user),
               body: review.body,
               state: review.state,
               html_url: `https://github.com/${repository}/pull/${pullCall?.[1]}#pullrequestreview-${review.id}`,
               pull_request_url: `${api}/repos/${repository}/pulls/${pullCall?.[1]}`,
+              _links: {
+                html: { href: `https://github.com/${repository}/pull/${pullCall?.[1]}#pullrequestreview-${review.id}` },
+                pull_request: { href: `${api}/repos/${repository}/pulls/${pullCall?.[1]}` }
+              },
               author_association: "NONE",
               submitted_at: review.submitted_at,
               commit_id: review.commit_id
@@ -807,8 +1152,57 @@ export class FakeGithub extends Context.Service<
               subject_type: "line",
               updated_at: comment.created_at,
               author_association: "NONE",
+              user: simpleUser(api, comment.user),
               html_url: `https://github.com/${repository}/pull/${pullCall?.[1]}#discussion_r${comment.id}`,
-              pull_request_url: `${api}/repos/${repository}/pulls/${pullCall?.[1]}`
+              pull_request_url: `${api}/repos/${repository}/pulls/${pullCall?.[1]}`,
+              _links: {
+                self: { href: `${api}/repos/${repository}/pulls/comments/${comment.id}` },
+                html: { href: `https://github.com/${repository}/pull/${pullCall?.[1]}#discussion_r${comment.id}` },
+                pull_request: { href: `${api}/repos/${repository}/pulls/${pullCall?.[1]}` }
+              }
+            })
+            const issueCommentJson = (comment: FakeGithubIssueComment) => ({
+              url: `${api}/repos/${repository}/issues/comments/${comment.id}`,
+              html_url: `https://github.com/${repository}/pull/${pullCall?.[1]}#issuecomment-${comment.id}`,
+              issue_url: `${api}/repos/${repository}/issues/${pullCall?.[1]}`,
+              ...comment,
+              user: simpleUser(api, comment.user),
+              updated_at: comment.created_at,
+              author_association: "NONE"
+            })
+            const checkRunJson = (run: FakeGithubCheckRun) => ({
+              ...run,
+              url: `${api}/repos/${repository}/check-runs/${run.id}`,
+              html_url: `https://github.com/${repository}/runs/${run.id}`,
+              check_suite: { id: checkSuiteOf(repository, run.app.id, run.head_sha) },
+              // The open pull requests whose head is the checked commit.
+              pull_requests: pullsOf(repository)
+                .filter(({ pull }) => pull.state === "open" && pull.head.sha === run.head_sha)
+                .map(({ pull, id }) => ({
+                  id,
+                  number: pull.number,
+                  url: `${api}/repos/${repository}/pulls/${pull.number}`,
+                  head: {
+                    ref: pull.head.ref,
+                    sha: pull.head.sha,
+                    repo: {
+                      id: accountId(repository),
+                      url: `${api}/repos/${repository}`,
+                      name: repository.slice(login.length + 1)
+                    }
+                  },
+                  base: {
+                    ref: pull.base.ref,
+                    sha: pull.base.sha,
+                    repo: {
+                      id: accountId(repository),
+                      url: `${api}/repos/${repository}`,
+                      name: repository.slice(login.length + 1)
+                    }
+                  }
+                })),
+              output: { ...run.output, annotations_url: `${api}/repos/${repository}/check-runs/${run.id}/annotations` },
+              app: appJson(api, run.app.id)
             })
 
             const owner = repository.split("/")[0] ?? ""
@@ -1128,6 +1522,7 @@ export class FakeGithub extends Context.Service<
                   files: []
                 },
                 id: nextId(),
+                createdAt: timestamp(),
                 reviews: [],
                 threads: [],
                 issueComments: []
@@ -1307,27 +1702,40 @@ export class FakeGithub extends Context.Service<
             }
             if (record !== undefined && sub === "/comments" && method === "GET" && route.startsWith("issues/")) {
               const page = paged(record.issueComments)
-              return json(
-                200,
-                page.items.map((comment) => ({
-                  ...comment,
-                  updated_at: comment.created_at,
-                  author_association: "NONE"
-                })),
-                page.headers
-              )
+              return json(200, page.items.map(issueCommentJson), page.headers)
             }
             const compare = /^compare\/([0-9a-f]+)\.\.\.([0-9a-f]+)$/.exec(route)
             if (compare !== null && method === "GET") {
               const listed = compares.get(`${repository}#${compare[1]}...${compare[2]}`)
               if (listed === undefined) return json(404, { message: "Not Found" })
+              const [base = "", head = ""] = [compare[1], compare[2]]
+              const htmlUrl = `https://github.com/${repository}/compare/${base}...${head}`
+              const baseCommit = await commitDetails(api, repository, base)
               // GitHub lists a comparison's files (at most 300) on its first page only.
               return json(200, {
+                url: `${api}/repos/${repository}/compare/${base}...${head}`,
+                html_url: htmlUrl,
+                permalink_url: `https://github.com/${repository}/compare/${owner}:${base}...${owner}:${head}`,
+                diff_url: `${htmlUrl}.diff`,
+                patch_url: `${htmlUrl}.patch`,
+                base_commit: baseCommit,
+                merge_base_commit: baseCommit,
                 status: "ahead",
+                ahead_by: 1,
+                behind_by: 0,
                 total_commits: 1,
-                files: listed
-                  .slice(0, 300)
-                  .map((filename) => ({ filename, status: "modified", additions: 1, deletions: 0 }))
+                commits: [await commitDetails(api, repository, head)],
+                files: listed.slice(0, 300).map((filename) => ({
+                  sha: createHash("sha1").update(`${filename}@${head}`).digest("hex"),
+                  filename,
+                  status: "modified",
+                  additions: 1,
+                  deletions: 0,
+                  changes: 1,
+                  blob_url: `https://github.com/${repository}/blob/${head}/${filename}`,
+                  raw_url: `https://github.com/${repository}/raw/${head}/${filename}`,
+                  contents_url: `${api}/repos/${repository}/contents/${filename}?ref=${head}`
+                }))
               })
             }
             if (record !== undefined && sub === "/comments" && method === "POST" && route.startsWith("issues/")) {
@@ -1346,14 +1754,7 @@ export class FakeGithub extends Context.Service<
                 created_at: timestamp()
               }
               record.issueComments.push(comment)
-              return json(201, {
-                url: `${api}/repos/${repository}/issues/comments/${id}`,
-                html_url: `https://github.com/${repository}/pull/${record.pull.number}#issuecomment-${id}`,
-                issue_url: `${api}/repos/${repository}/issues/${record.pull.number}`,
-                ...comment,
-                updated_at: comment.created_at,
-                author_association: "NONE"
-              })
+              return json(201, issueCommentJson(comment))
             }
             const runs = checkRuns.get(repository) ?? []
             const listRuns = /^commits\/([^/]+)\/check-runs$/.exec(route)
@@ -1374,7 +1775,7 @@ export class FakeGithub extends Context.Service<
                   ? matching
                   : matching.filter((run) => !matching.some((other) => other.name === run.name && other.id > run.id))
               const page = paged([...listed].reverse())
-              return json(200, { total_count: listed.length, check_runs: page.items }, page.headers)
+              return json(200, { total_count: listed.length, check_runs: page.items.map(checkRunJson) }, page.headers)
             }
             if (route === "check-runs" && method === "POST") {
               const { name, head_sha: headSha, external_id: externalId, conclusion, output } = input
@@ -1411,7 +1812,7 @@ export class FakeGithub extends Context.Service<
               }
               checkRuns.set(repository, [...runs, run])
               checkRunStates.set(id, [run.conclusion ?? run.status])
-              return json(201, run)
+              return json(201, checkRunJson(run))
             }
             const updateRun = /^check-runs\/(\d+)$/.exec(route)
             if (updateRun !== null && method === "PATCH") {
@@ -1446,7 +1847,7 @@ export class FakeGithub extends Context.Service<
                 runs.map((run) => (run.id === id ? updated : run))
               )
               checkRunStates.set(id, [...(checkRunStates.get(id) ?? []), updated.conclusion ?? updated.status])
-              return json(200, updated)
+              return json(200, checkRunJson(updated))
             }
             return json(404, { message: "Not Found" })
           }
@@ -1597,34 +1998,55 @@ export class FakeGithub extends Context.Service<
               ...[...tokens.values()].map((user) => ({ id: user.id, login: user.login, type: "User" }))
             ].find((account) => account.login.toLowerCase() === wanted)
             if (known === undefined) return json(404, { message: "Not Found" })
+            const person = [...[...codes.values()].map(({ user }) => user), ...tokens.values()].find(
+              (candidate) => candidate.id === known.id
+            )
             return json(200, {
-              login: known.login,
-              id: known.id,
-              node_id: Buffer.from(`${known.type}:${known.id}`).toString("base64"),
-              type: known.type,
-              site_admin: false
+              ...publicUser(api, known, person?.name ?? null),
+              ...(person === undefined ? {} : { avatar_url: person.avatar_url })
             })
           }
           const user = tokens.get((req.headers.authorization ?? "").replace(/^(token|bearer) /i, ""))
           if (user === undefined) return json(401, { message: "Bad credentials" })
           if (method === "GET" && url.pathname === "/api/v3/user") {
+            // The signed-in user's own profile: GitHub's `private-user`.
             return json(200, {
-              id: user.id,
-              login: user.login,
-              name: user.name,
+              ...publicUser(api, { id: user.id, login: user.login, type: "User" }, user.name),
               avatar_url: user.avatar_url,
-              type: "User"
+              user_view_type: "private",
+              private_gists: 0,
+              total_private_repos: 0,
+              owned_private_repos: 0,
+              disk_usage: 0,
+              collaborators: 0,
+              two_factor_authentication: true
             })
           }
           if (method === "GET" && url.pathname === "/api/v3/user/installations") {
-            return json(200, { total_count: user.installations.length, installations: user.installations })
+            return json(200, {
+              total_count: user.installations.length,
+              installations: user.installations.map((reachable) => {
+                const appId = installations.get(reachable.id)?.appId ?? [...appSlugs.keys()][0] ?? 0
+                return installationJson(api, { ...reachable, appId }, appSlugs.get(appId) ?? "bosun")
+              })
+            })
           }
           const membership = /^\/api\/v3\/user\/memberships\/orgs\/([^/]+)$/.exec(url.pathname)
           if (method === "GET" && membership !== null) {
             const org = decodeURIComponent(membership[1] ?? "")
             const role = user.orgRoles[org]
             if (role === undefined) return json(404, { message: "Not Found" })
-            return json(200, { state: "active", role, organization: { login: org } })
+            const organization = [...installations.values()]
+              .map((installation) => installation.account)
+              .find((candidate) => candidate.login.toLowerCase() === org.toLowerCase())
+            return json(200, {
+              url: `${api}/orgs/${encodeURIComponent(org)}/memberships/${encodeURIComponent(user.login)}`,
+              state: "active",
+              role,
+              organization_url: `${api}/orgs/${encodeURIComponent(org)}`,
+              organization: organizationSimple(api, { login: org, id: organization?.id ?? accountId(org) }),
+              user: simpleUser(api, { id: user.id, login: user.login, type: "User" })
+            })
           }
           return json(404, { message: "Not Found" })
         }
@@ -1674,6 +2096,7 @@ export class FakeGithub extends Context.Service<
                   base
                 },
                 id: nextId(),
+                createdAt: timestamp(),
                 reviews: [],
                 threads: [],
                 issueComments: []

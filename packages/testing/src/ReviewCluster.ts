@@ -418,6 +418,9 @@ export const runReviewCluster = (settings: ReviewClusterSettings) =>
               BOSUN_RUNNER_PORT: String(runnerPort),
               BOSUN_BOOTSTRAP_TOKEN: bootstrapToken,
               BOSUN_GITHUB_API_URL: fake.apiUrl,
+              // The fake GitHub sets no secondary rate limit: writes are not paced, so the figures
+              // are the control plane's, not GitHub's guidance of a second between writes.
+              BOSUN_GITHUB_WRITE_INTERVAL: "0 millis",
               BOSUN_RUNTIME_URL: runtime.base,
               BOSUN_RUNTIME_TOKEN: TOKEN,
               BOSUN_REVIEW_AGENT_PROFILE: PROFILE,
@@ -648,6 +651,17 @@ export const runReviewCluster = (settings: ReviewClusterSettings) =>
       )
     )
     yield* Effect.promise(() => chaosDone)
+    // A run ends when its review is recorded; the review's delivery on bosun-effects posts it.
+    const undeliveredReviews = sql<{ n: number }>`
+      SELECT count(*)::int AS n FROM outbox WHERE kind = 'github.review_delivery' AND done_at IS NULL`
+    yield* Effect.promise(() =>
+      until(
+        "every review to be delivered",
+        () => query(undeliveredReviews).then((rows) => (rows[0]?.n === 0 ? true : undefined)),
+        settings.timeoutMs,
+        200
+      )
+    )
     const wallSeconds = ((done.last?.getTime() ?? Date.now()) - startedAt) / 1000
     say(`every review run ended, ${wallSeconds.toFixed(1)} s after the first delivery`)
 

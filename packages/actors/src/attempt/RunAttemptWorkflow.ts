@@ -5,10 +5,10 @@
  *
  * | step | does | result kept by the engine |
  * | --- | --- | --- |
- * | prepare | passes the migration gate, builds the run request (the workflow type's port), seals it into `runs/{run}/{attempt}/request.enc` | the blob key and the sandbox choice |
+ * | prepare | passes the migration gate; when an earlier attempt's agent succeeded, takes its kept outputs and goes straight to publish; else builds the run request (the workflow type's port) and seals it into `runs/{run}/{attempt}/request.enc` | the blob key and the sandbox choice, or the kept result |
  * | acquire-sandbox | the provider's acquire (idempotent by attempt) | provider and sandbox id |
- * | execute/N | starts the run on the runtime (idempotent), tails its events from the attempt's committed cursor for at most one chunk, flushing them every 1 s or 100 events (the run's end at once), then publishing them to RunEvents; once the run's end is committed, only reads the run's state | finished or not; the final runtime state |
- * | publish | the workflow type's publish, for a SUCCEEDED run (idempotent by attempt) | - |
+ * | execute/N | starts the run on the runtime (idempotent), tails its events from the attempt's committed cursor for at most one chunk, flushing them every 1 s or 100 events (the run's end at once), then publishing them to RunEvents; once the run's end is committed, only reads the run's state; a SUCCEEDED run's outputs (those the workflow type declares) are kept in the blob store (`RunOutputs`) | finished or not; the final runtime state |
+ * | publish | the workflow type's publish of the kept outputs, for a SUCCEEDED run (idempotent by run) | - |
  * | finish-attempt | the attempt's outcome and the run's usage; a run's last failed attempt is reported through its workflow type (`reportFailure`) | - |
  * | release-sandbox | always, after a failure or a cancel too | - |
  * | notify-scheduler | wakes the Scheduler, which settles the job | - |
@@ -19,13 +19,16 @@
  * inside the step with backoff; what remains ends the attempt, retryable or not. Cancellation is
  * cooperative: each step checks the job's cancel request, and execute asks the runtime to stop
  * the agent, then tails it to its end. Every attempt-row write is fenced on the attempt still
- * running, so an attempt the Scheduler recovered by lease expiry cannot write after it.
+ * running, so an attempt the Scheduler recovered by lease expiry cannot write after it. Only a
+ * failure before the agent's outputs are kept runs the agent again: a publish that failed
+ * retryably is retried by a new attempt that publishes what was kept. Every failed step logs one
+ * line with the provider's own words (warn while it may be retried, error when it ends the run).
  */
 import { type AttemptStep, RunState } from "@bosun/domain"
 import { Effect, Option, Schedule, Schema, Stream } from "effect"
 import { Activity, Workflow } from "effect/workflow"
 import { RunEvents } from "../events/RunEvents.ts"
-import { RuntimeClient, type RuntimeError, type TailLine } from "../runtime/RuntimeClient.ts"
+import { RuntimeClient, type RuntimeConnection, type RuntimeError, type TailLine } from "../runtime/RuntimeClient.ts"
 import type { SandboxError, SandboxProviderName, SandboxProviderShape } from "../sandbox/SandboxProvider.ts"
 import { wakeScheduler } from "../scheduler/SchedulerEntity.ts"
 import { recordAttemptFailure } from "./AttemptMetrics.ts"
@@ -65,6 +68,9 @@ const Prepared = Schema.Struct({
   agent: Schema.Literals(["OPENCODE", "AGENT_ONE", "CUSTOM"])
 })
 type Prepared = typeof Prepared.Type
+
+/** What prepare found: a run to start, or an earlier attempt's kept outputs, only to publish. */
+const PrepareOutcome = Schema.Struct({ prepared: Schema.NullOr(Prepared), kept: Schema.NullOr(RunState) })
 
 const Acquired = Schema.Struct({ provider: SandboxName, id: Schema.String })
 
@@ -224,6 +230,7 @@ const executeChunk = (run: AttemptRun, prepared: Prepared) =>
       // A worker that died after committing the run's end but before the step's result was kept:
       // the tail after the cursor is empty for good, so the run's state is read at once.
       const result = yield* connection.result(run.attemptId).pipe(Effect.mapError(fromRuntimeError))
+      yield* keepOutputs(run, connection, result)
       return { finished: true, result }
     }
     yield* connection.start(request).pipe(Effect.mapError(fromRuntimeError))
@@ -264,17 +271,19 @@ const executeChunk = (run: AttemptRun, prepared: Prepared) =>
     )
     if (!finished) return { finished: false, result: null }
     const result = yield* connection.result(run.attemptId).pipe(Effect.mapError(fromRuntimeError))
+    yield* keepOutputs(run, connection, result)
     return { finished: true, result }
   })
 
 /**
- * The files the workflow type publishes from, copied from the runtime into the blob store with
- * the result, so a publish retried by a later attempt needs neither the agent nor its sandbox.
+ * When the agent succeeded: the files the workflow type publishes from, copied from the runtime
+ * into the blob store with the result (the end of execute), so a publish retried by a later
+ * attempt needs neither the agent nor its sandbox.
  */
-const keepOutputs = (run: AttemptRun, prepared: Prepared, result: RunState) =>
+const keepOutputs = (run: AttemptRun, connection: RuntimeConnection, result: RunState) =>
   Effect.gen(function* () {
+    if (result.status !== "SUCCEEDED") return
     const type = (yield* WorkflowTypes).get(run.workflowType)
-    const { connection } = yield* connect(run, prepared)
     const files = yield* Effect.forEach(type?.outputs ?? [], (path) =>
       connection.file(run.attemptId, path).pipe(
         Effect.map((bytes): Uint8Array | null => bytes),
@@ -326,67 +335,59 @@ export const RunAttemptWorkflowLive = RunAttemptWorkflow.toLayer(
       if (Option.isNone(loaded)) return yield* Effect.logWarning("run_attempt_missing", payload)
       const run = loaded.value.run
 
-      // An earlier attempt's agent succeeded and its outputs were kept: only publish is left.
-      const kept = yield* Activity.make({
-        name: "kept-outputs",
-        success: Schema.NullOr(RunState),
+      const prepared = yield* Activity.make({
+        name: "prepare",
+        success: PrepareOutcome,
         error: StepFailure,
         execute: step(
           run,
           "prepare",
           Effect.gen(function* () {
-            const found = yield* Effect.mapError(
+            yield* Effect.flatMap(MigrationGate, (gate) => gate.awaitReady)
+            yield* checkCancel(run)
+            const type = (yield* WorkflowTypes).get(run.workflowType)
+            if (type === undefined) {
+              return yield* new StepFailure({
+                code: "unknown_workflow_type",
+                message: `no workflow type ${run.workflowType} is registered`,
+                retryable: false
+              })
+            }
+            // An earlier attempt's agent succeeded and its outputs were kept: only publish is left.
+            const kept = yield* Effect.mapError(
               Effect.flatMap(RunOutputs, (outputs) => outputs.kept(run)),
               fromAttemptError
             )
-            if (Option.isNone(found)) return null
-            yield* Effect.logInfo("attempt_publishes_kept_outputs").pipe(
-              Effect.annotateLogs({ run_id: run.runId, attempt: run.attempt, agent_attempt: found.value.attempt })
+            if (Option.isSome(kept)) {
+              yield* Effect.logInfo("attempt_publishes_kept_outputs").pipe(
+                Effect.annotateLogs({ run_id: run.runId, attempt: run.attempt, agent_attempt: kept.value.attempt })
+              )
+              return { prepared: null, kept: kept.value.result }
+            }
+            const made = yield* Effect.mapError(type.prepare(run), fromAttemptError)
+            const requestKey = yield* Effect.mapError(
+              Effect.flatMap(SealedRequests, (requests) =>
+                requests.write(run, { request: made.request, grants: made.grants })
+              ),
+              fromAttemptError
             )
-            return found.value.result
+            yield* Records.recordPrepared(run, { requestKey, model: made.model, provider: made.provider })
+            return {
+              prepared: {
+                requestKey,
+                provider: made.sandbox.provider,
+                instanceClass: made.sandbox.instanceClass,
+                egressTier: made.sandbox.egressTier,
+                agent: made.request.agent.kind
+              },
+              kept: null
+            }
           })
         )
       }).pipe(Effect.result)
-      const resumed = kept._tag === "Success" && kept.success !== null
-
-      const prepared = resumed
-        ? undefined
-        : yield* Activity.make({
-            name: "prepare",
-            success: Prepared,
-            error: StepFailure,
-            execute: step(
-              run,
-              "prepare",
-              Effect.gen(function* () {
-                yield* Effect.flatMap(MigrationGate, (gate) => gate.awaitReady)
-                yield* checkCancel(run)
-                const type = (yield* WorkflowTypes).get(run.workflowType)
-                if (type === undefined) {
-                  return yield* new StepFailure({
-                    code: "unknown_workflow_type",
-                    message: `no workflow type ${run.workflowType} is registered`,
-                    retryable: false
-                  })
-                }
-                const made = yield* Effect.mapError(type.prepare(run), fromAttemptError)
-                const requestKey = yield* Effect.mapError(
-                  Effect.flatMap(SealedRequests, (requests) =>
-                    requests.write(run, { request: made.request, grants: made.grants })
-                  ),
-                  fromAttemptError
-                )
-                yield* Records.recordPrepared(run, { requestKey, model: made.model, provider: made.provider })
-                return {
-                  requestKey,
-                  provider: made.sandbox.provider,
-                  instanceClass: made.sandbox.instanceClass,
-                  egressTier: made.sandbox.egressTier,
-                  agent: made.request.agent.kind
-                }
-              })
-            )
-          }).pipe(Effect.result)
+      const resumed = prepared._tag === "Success" && prepared.success.kept !== null
+      /** The sandbox this attempt acquired (none when it only publishes kept outputs). */
+      const sandboxOf = prepared._tag === "Success" ? prepared.success.prepared : null
 
       const publish = (result: RunState) =>
         Activity.make({
@@ -408,15 +409,13 @@ export const RunAttemptWorkflowLive = RunAttemptWorkflow.toLayer(
         })
 
       const main = Effect.gen(function* () {
-        if (kept._tag === "Failure") return yield* kept.failure
-        if (kept.success !== null) {
-          yield* publish(kept.success)
-          return kept.success
-        }
-        if (prepared === undefined)
-          return yield* Effect.die(new Error("an attempt without kept outputs was not prepared"))
         if (prepared._tag === "Failure") return yield* prepared.failure
-        const ready = prepared.success
+        const { kept, prepared: ready } = prepared.success
+        if (kept !== null) {
+          yield* publish(kept)
+          return kept
+        }
+        if (ready === null) return yield* Effect.die(new Error("prepare answered neither a run nor kept outputs"))
         yield* Activity.make({
           name: "acquire-sandbox",
           success: Acquired,
@@ -442,14 +441,7 @@ export const RunAttemptWorkflowLive = RunAttemptWorkflow.toLayer(
           if (!executed.finished) continue
           if (executed.result === null) return yield* stale()
           const result = executed.result
-          if (result.status === "SUCCEEDED") {
-            yield* Activity.make({
-              name: "keep-outputs",
-              error: StepFailure,
-              execute: step(run, "execute", keepOutputs(run, ready, result))
-            })
-            yield* publish(result)
-          }
+          if (result.status === "SUCCEEDED") yield* publish(result)
           return result
         }
       })
@@ -528,13 +520,13 @@ export const RunAttemptWorkflowLive = RunAttemptWorkflow.toLayer(
           run,
           "release-sandbox",
           Effect.gen(function* () {
-            if (prepared === undefined || prepared._tag === "Failure") return
+            if (sandboxOf === null) return
             const current = yield* Records.loadAttempt(run.organizationId, run.runId, run.attempt)
             const sandboxId = Option.getOrUndefined(current)?.sandboxId
             if (sandboxId === null || sandboxId === undefined) return
-            const provider = yield* providerOf(prepared.success.provider)
+            const provider = yield* providerOf(sandboxOf.provider)
             yield* provider
-              .release({ id: sandboxId, provider: prepared.success.provider })
+              .release({ id: sandboxId, provider: sandboxOf.provider })
               .pipe(Effect.mapError(fromSandboxError))
           })
         )

@@ -182,7 +182,13 @@ export class GitHubClient extends Context.Service<
         baseUrl: settings.apiUrl.href.replace(/\/$/, ""),
         userAgent: "bosun",
         ...(auth === undefined ? {} : { auth }),
-        retry: { retries: settings.retries, retryAfterBaseValue: Duration.toMillis(settings.retryBase) },
+        retry: {
+          retries: settings.retries,
+          retryAfterBaseValue: Duration.toMillis(settings.retryBase),
+          // Rate limits (403, 429) are the throttling plugin's to wait out, as GitHub says; the rest
+          // of these answers would only be repeated.
+          doNotRetry: [400, 401, 403, 404, 410, 422, 429, 451]
+        },
         throttle: {
           id: key,
           write,

@@ -205,12 +205,33 @@ export const makeReviewDelivery = Effect.gen(function* () {
 
   const deliver = Effect.fn("ReviewDelivery.deliver")(function* (payload: unknown, delivery: EffectDelivery) {
     const job = yield* Schema.decodeUnknownEffect(ReviewDeliveryPayload)(payload).pipe(Effect.orDie)
-    const outcome = yield* Effect.result(
-      Effect.flatMap(post(job), (summary) =>
-        check(job, "success", "Review posted", summary === "" ? "The review is posted." : summary)
+    yield* Effect.annotateCurrentSpan({ "bosun.run_id": job.run_id, "bosun.org_id": job.organization_id })
+    const outcome = yield* Effect.result(post(job))
+    if (outcome._tag === "Success") {
+      // The review is on the pull request: a check run GitHub refuses (an App without the checks
+      // permission) is said in the log, and does not make the posted review a failure.
+      return yield* check(
+        job,
+        "success",
+        "Review posted",
+        outcome.success === "" ? "The review is posted." : outcome.success
+      ).pipe(
+        Effect.catch((error) =>
+          retryableGithubError(error) && !delivery.last
+            ? Effect.fail(error)
+            : Effect.logError("review_check_run_failed").pipe(
+                Effect.annotateLogs({
+                  org_id: job.organization_id,
+                  run_id: job.run_id,
+                  provider: "github",
+                  ...(error.status === undefined ? {} : { http_status: error.status }),
+                  error: error.message
+                })
+              )
+        ),
+        Effect.asVoid
       )
-    )
-    if (outcome._tag === "Success") return
+    }
     const error = outcome.failure
     if (retryableGithubError(error) && !delivery.last) {
       yield* Effect.logWarning("review_delivery_failed").pipe(

@@ -508,6 +508,22 @@ layer(DeploymentLive.pipe(Layer.provideMerge(Layer.mergeAll(TestDatabase.layer, 
     })
   )
 
+  it.effect(
+    "GitHub that cannot be reached fails the App's line with \"GitHub unreachable\" and the connection's own error",
+    () =>
+      Effect.gen(function* () {
+        const port = yield* Effect.orDie(freePort)
+        const apiUrl = `http://127.0.0.1:${port}/api/v3`
+        const run = yield* doctor({ BOSUN_GITHUB_API_URL: apiUrl, BOSUN_GITHUB_RETRIES: "0" })
+        assert.strictEqual(run.code, 1)
+        const line = run.line(`GitHub App ${APP_ID} of organization ${ORG}`)
+        assert.match(line, /^FAIL {4}GitHub App \d+ of organization [^:]+: GitHub unreachable: .*ECONNREFUSED/)
+        assert.include(line, `at ${apiUrl}`)
+        assert.include(line, "check BOSUN_GITHUB_API_URL and that this machine reaches it")
+        assertNoSecret(run)
+      })
+  )
+
   it.effect("a runtime nobody listens for is unreachable, said in plain words", () =>
     Effect.gen(function* () {
       const port = yield* Effect.orDie(freePort)

@@ -9,8 +9,8 @@ import * as path from "node:path"
 import { AttemptError, type WorkflowType } from "@bosun/actors/attempt/AttemptPorts"
 import { enqueueRun, type NewRun, requestCancel } from "@bosun/actors/jobs/RunQueue"
 import { wakeScheduler } from "@bosun/actors/scheduler/SchedulerEntity"
-import type { RunRequest } from "@bosun/domain"
-import { eventually } from "@bosun/testing"
+import { RUNTIME_PROTOCOL_HEADER, RUNTIME_PROTOCOL_VERSION, type RunRequest } from "@bosun/domain"
+import { eventually, LogCapture } from "@bosun/testing"
 import {
   freePort,
   makeFixtures,
@@ -60,7 +60,11 @@ afterAll(async () => {
 const SECRET_PROMPT = "prompt-that-must-only-be-sealed-7f3a"
 
 /** The test's workflow type: a CUSTOM profile named by the run's input; publishes once per attempt. */
-const testType = (failFirstPrepare: ReadonlySet<string>, sql: SqlClient.SqlClient): WorkflowType => ({
+const testType = (
+  failFirstPrepare: ReadonlySet<string>,
+  sql: SqlClient.SqlClient,
+  failFirstPublish: ReadonlySet<string> = new Set()
+): WorkflowType => ({
   lane: "AGENT",
   outputs: ["outputs/report.json"],
   prepare: (run) =>
@@ -86,6 +90,15 @@ const testType = (failFirstPrepare: ReadonlySet<string>, sql: SqlClient.SqlClien
     }),
   publish: ({ run, result, file }) =>
     Effect.gen(function* () {
+      if (run.attempt === 1 && failFirstPublish.has(String(run.inputSnapshot.profile))) {
+        return yield* new AttemptError({
+          code: "github_unavailable",
+          message: "GitHub POST /pulls/{number}/reviews answered 502: Bad Gateway",
+          retryable: true,
+          provider: "github",
+          status: 502
+        })
+      }
       const report = new TextDecoder().decode(yield* file("outputs/report.json"))
       yield* sql`INSERT INTO test_published (attempt_id, status, report) VALUES (${run.attemptId}, ${result.status}, ${report})
                  ON CONFLICT (attempt_id) DO UPDATE SET publishes = test_published.publishes + 1`.pipe(Effect.orDie)
@@ -115,12 +128,14 @@ const echo = (organizationId: string, profile: string, job: Partial<NewRun> = {}
     ...job
   })
 
-const cluster = (failFirstPrepare: ReadonlyArray<string> = []) =>
+const cluster = (failFirstPrepare: ReadonlyArray<string> = [], failFirstPublish: ReadonlyArray<string> = []) =>
   Layer.unwrap(
     Effect.map(Effect.promise(freePort), (runnerPort) =>
       layerTestCluster({
         workflowTypes: layerWorkflowTypes(
-          Effect.map(SqlClient.SqlClient, (sql) => ({ test_echo: testType(new Set(failFirstPrepare), sql) }))
+          Effect.map(SqlClient.SqlClient, (sql) => ({
+            test_echo: testType(new Set(failFirstPrepare), sql, new Set(failFirstPublish))
+          }))
         ),
         runtime: { url: runtime.base, token: TOKEN },
         runnerPort
@@ -287,6 +302,62 @@ describe("the run pipeline", () => {
           ]
         )
       }).pipe(Effect.provide(cluster(["writer"]))),
+    60_000
+  )
+
+  it.live(
+    "a publish that fails retryably is retried by a second attempt that publishes the kept outputs: the agent runs once",
+    () =>
+      Effect.gen(function* () {
+        const { sql, organizationId } = yield* setup
+        const capture = yield* LogCapture
+        const queued = yield* echo(organizationId, "writer")
+        yield* wakeScheduler
+        assert.strictEqual(yield* untilStatus(queued.runId, ["SUCCEEDED", "FAILED"]), "SUCCEEDED")
+        assert.deepStrictEqual(yield* attemptsOf(queued.runId), [
+          { attempt: 1, status: "FAILED", exit_reason: "github_unavailable", retryable: true },
+          { attempt: 2, status: "SUCCEEDED", exit_reason: "succeeded", retryable: false }
+        ])
+        // The second attempt went from prepare straight to publish: no sandbox, no agent.
+        const steps = yield* sql<{ step: string; status: string; executions: number }>`
+          SELECT step, status, executions FROM workflow_attempt_steps
+          WHERE attempt_id = ${`${queued.runId}:2`} ORDER BY started_at`
+        assert.deepStrictEqual(
+          steps.map((row) => [row.step, row.status, row.executions]),
+          [
+            ["prepare", "SUCCEEDED", 1],
+            ["publish", "SUCCEEDED", 1],
+            ["finish-attempt", "SUCCEEDED", 1],
+            ["release-sandbox", "SUCCEEDED", 1],
+            ["notify-scheduler", "SUCCEEDED", 1]
+          ]
+        )
+        // The runtime never heard of a second attempt; the first one's output was published.
+        const second = yield* Effect.promise(() =>
+          fetch(`${runtime.base}/v1/runs/${encodeURIComponent(`${queued.runId}:2`)}/result`, {
+            headers: { authorization: `Bearer ${TOKEN}`, [RUNTIME_PROTOCOL_HEADER]: RUNTIME_PROTOCOL_VERSION }
+          }).then((response) => response.status)
+        )
+        assert.strictEqual(second, 404)
+        const [published] = yield* sql<{ status: string; report: string }>`
+          SELECT status, report FROM test_published WHERE attempt_id = ${`${queued.runId}:2`}`
+        assert.deepStrictEqual({ ...published }, { status: "SUCCEEDED", report: '{"summary":"done"}\n' })
+        // One warn line for the failed publish: the step, the provider, its status and its words.
+        const failed = (yield* capture.records).filter(
+          (record) => record.msg === "attempt_step_failed" && record.run_id === queued.runId
+        )
+        assert.deepStrictEqual(
+          failed.map((record) => [
+            record.level,
+            record.attempt,
+            record.step,
+            record.provider,
+            record.http_status,
+            record.error
+          ]),
+          [["warn", 1, "publish", "github", 502, "GitHub POST /pulls/{number}/reviews answered 502: Bad Gateway"]]
+        )
+      }).pipe(Effect.provide(cluster([], ["writer"]))),
     60_000
   )
 

@@ -14,7 +14,7 @@ import { generateKeyPairSync } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { ATTEMPT_STEPS, type ReviewOutput } from "@bosun/domain"
+import { ATTEMPT_STEPS, type ReviewOutput, RUNTIME_PROTOCOL_HEADER, RUNTIME_PROTOCOL_VERSION } from "@bosun/domain"
 import {
   type CollectedSpan,
   eventually,
@@ -24,6 +24,7 @@ import {
   type FakeModelTurn,
   FakeOtlpCollector,
   type GitRepository,
+  LogCapture,
   makeGitRepository,
   toolResults
 } from "@bosun/testing"
@@ -154,7 +155,7 @@ const Server = Layer.unwrap(
   Layer.provideMerge(FakeOtlpCollector.layer),
   Layer.provideMerge(layerRepository),
   Layer.provideMerge(layerRuntime),
-  Layer.provideMerge(FakeModelServer.layer({ turns: reviewTurns(4), title: "Review" })),
+  Layer.provideMerge(FakeModelServer.layer({ turns: reviewTurns(8), title: "Review" })),
   Layer.provideMerge(FakeGithub.layer)
 )
 
@@ -164,6 +165,10 @@ const FIRST = lines(20)
 const SECOND = [...FIRST.slice(0, 2), "const v3 = sanitize(input[3])", ...FIRST.slice(3), "eval(input[21])"]
 /** A later push that only appends a line. */
 const THIRD = [...SECOND, "export default v1"]
+/** A push that deletes the first two lines: every finding moves up two lines. */
+const FOURTH = THIRD.slice(2)
+/** A push that restores them: every finding is back on its line. */
+const FIFTH = THIRD
 const text = (content: ReadonlyArray<string>) => `${content.join("\n")}\n`
 
 const finding = (line: number, title: string, severity: "HIGH" | "MEDIUM") => ({
@@ -179,6 +184,9 @@ const finding = (line: number, title: string, severity: "HIGH" | "MEDIUM") => ({
 const A = finding(3, "Unsanitized input reaches the query", "HIGH")
 const B = finding(7, "Input index is not bounds-checked", "MEDIUM")
 const D = finding(21, "eval of request input", "HIGH")
+/** B and D two lines up, after FOURTH deleted the first two lines. */
+const B_UP = finding(5, B.title, "MEDIUM")
+const D_UP = finding(19, D.title, "HIGH")
 
 let sent = 0
 const send = (event: string, body: string, id = `review-flow-${sent++}`) =>
@@ -304,6 +312,16 @@ const reviewRunOf = (number: number, head: string) =>
     assert.strictEqual(rows.length, 1, "one review run per head")
     const [run] = rows
     assert.strictEqual(run?.status, "SUCCEEDED", `${run?.error_code}: ${run?.error_message}`)
+    // The run recorded its review; the review's delivery on bosun-effects posts it.
+    yield* eventually(
+      sql<{
+        done: boolean
+        dead: boolean
+      }>`SELECT done_at IS NOT NULL AS done, dead_lettered_at IS NOT NULL AS dead FROM outbox
+        WHERE kind = 'github.review_delivery' AND payload->>'run_id' = ${run?.id ?? ""}`,
+      (delivery) => delivery.length === 0 || delivery[0]?.done === true || delivery[0]?.dead === true,
+      Duration.seconds(60)
+    )
     return run
   })
 
@@ -465,11 +483,59 @@ layer(Server, { excludeTestServices: true, timeout: Duration.minutes(5) })("pull
           SELECT open_findings, resolved_findings, review_status FROM pull_requests
           WHERE organization_id = ${ORG} AND repository_id = ${repositoryId} AND number = 1`
         assert.deepStrictEqual({ ...listed }, { open_findings: 1, resolved_findings: 1, review_status: "REVIEWED" })
+
+        // Two more pushes move every finding two lines up and back: the same findings, none posted again.
+        const head4 = yield* push(1, FOURTH, base, head3)
+        outputs.set(head4, { summary: "Drops two lines.", findings: [B_UP, D_UP] })
+        yield* send("pull_request", pullRequestEvent({ action: "synchronize", number: 1, head: head4, base }))
+        yield* reviewRunOf(1, head4)
+        const head5 = yield* push(1, FIFTH, base, head4)
+        outputs.set(head5, { summary: "Restores them.", findings: [B, D] })
+        yield* send("pull_request", pullRequestEvent({ action: "synchronize", number: 1, head: head5, base }))
+        yield* reviewRunOf(1, head5)
+
+        const all = fake.reviews(REPO, 1).filter((review) => review.user.type === "Bot")
+        assert.deepStrictEqual(
+          all.map((review) => review.commit_id),
+          [head1, head2, head3, head4, head5],
+          "one review per head"
+        )
+        const posted = all.flatMap((review) => review.comments)
+        assert.deepStrictEqual(
+          posted.map((comment) => comment.body.split("\n")[0]),
+          [
+            `**HIGH** · security · ${A.title}`,
+            `**MEDIUM** · security · ${B.title}`,
+            `**HIGH** · security · ${D.title}`
+          ],
+          "every finding posted once across five pushes; the replied-to one never again"
+        )
+        // Every id GitHub gave is past 2^31, as github.com's are, and each is recorded exactly.
+        assert.isTrue(posted.every((comment) => comment.id > 2 ** 31))
+        const recorded = yield* sql<{ title: string; github_comment_id: string; github_thread_id: string | null }>`
+          SELECT title, github_comment_id, github_thread_id FROM review_findings
+          WHERE organization_id = ${ORG} AND repository_id = ${repositoryId} AND pull_request_number = 1
+          ORDER BY github_comment_id`
+        assert.deepStrictEqual(
+          recorded.map((row) => [row.title, Number(row.github_comment_id), row.github_thread_id !== null]),
+          posted.map((comment) => [[A, B, D].find((f) => comment.body.includes(f.title))?.title, comment.id, true])
+        )
+        assert.deepStrictEqual(yield* findingStates(repositoryId, 1), [
+          { title: B.title, state: "DISMISSED" },
+          { title: A.title, state: "RESOLVED" },
+          { title: D.title, state: "OPEN" }
+        ])
+        // The check run of each head went in_progress, then success.
+        const checks = fake.checkRuns(REPO).filter((check) => check.name === "Bosun review")
+        assert.deepStrictEqual(
+          checks.map((check) => [check.head_sha, fake.checkRunStates(check.id)]),
+          [head1, head2, head3, head4, head5].map((head) => [head, ["in_progress", "success"]])
+        )
       })
   )
 
   it.effect(
-    "a trace of one review shows every step of its attempt as a span under one root, with the run's correlation ids, the GitHub calls inside publish, and the webhook's request span",
+    "a trace of one review shows every step of its attempt as a span under one root, with the run's correlation ids, the review's delivery to GitHub under the run's id, and the webhook's request span",
     () =>
       Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
@@ -481,7 +547,12 @@ layer(Server, { excludeTestServices: true, timeout: Duration.minutes(5) })("pull
         assert.isDefined(run, "the first test reviewed pull request 1")
         const runId = run?.id ?? ""
         const ofRun = yield* eventually(
-          Effect.sync(() => collector.spans().filter((span) => span.attributes["bosun.run_id"] === runId)),
+          // The attempt's spans; the review's delivery has a trace of its own (see below).
+          Effect.sync(() =>
+            collector
+              .spans()
+              .filter((span) => span.attributes["bosun.run_id"] === runId && span.name !== "ReviewDelivery.deliver")
+          ),
           (found) => ATTEMPT_STEPS.every((step) => found.some((span) => span.name === `RunAttempt.step.${step}`)),
           Duration.seconds(20)
         )
@@ -525,10 +596,21 @@ layer(Server, { excludeTestServices: true, timeout: Duration.minutes(5) })("pull
           "the steps ran in the spec's order"
         )
 
-        // The review was posted to GitHub from inside the publish step.
-        const posted = trace.filter((span) => span.name === "GitHubPulls.createReview")
+        // The review was posted by its delivery on bosun-effects, under a span carrying the run's ids.
+        const [delivery] = yield* eventually(
+          Effect.sync(() =>
+            collector
+              .spans()
+              .filter((span) => span.name === "ReviewDelivery.deliver" && span.attributes["bosun.run_id"] === runId)
+          ),
+          (found) => found.length > 0,
+          Duration.seconds(20)
+        )
+        assert.strictEqual(delivery?.attributes["bosun.org_id"], ORG)
+        const posted = collector
+          .spans()
+          .filter((span) => span.name === "GitHubPulls.createReview" && span.traceId === delivery?.traceId)
         assert.lengthOf(posted, 1)
-        assert.include(posted[0] === undefined ? [] : ancestors(posted[0]), "RunAttempt.step.publish")
 
         // The webhook that asked for the review was served under a request span with its request id.
         const webhookSpans = collector
@@ -631,6 +713,83 @@ layer(Server, { excludeTestServices: true, timeout: Duration.minutes(5) })("pull
         const rows = yield* sql<{ n: number }>`
           SELECT count(*)::int AS n FROM github_deliveries WHERE delivery_id = 'review-flow-forged'`
         assert.strictEqual(rows[0]?.n, 0)
+      })
+  )
+  it.effect(
+    "GitHub failing while a review is posted never runs the agent again: 502, 502, 201 posts it once; a GraphQL error fails it at once with GitHub's words on the check run and in one error line",
+    () =>
+      Effect.gen(function* () {
+        const fake = yield* FakeGithub
+        const sql = yield* SqlClient.SqlClient
+        const capture = yield* LogCapture
+        const runtime = yield* TestRuntime
+        const repository = yield* TestRepository
+        const base = yield* Effect.promise(() => repository.commit("main", { "README.md": "shop, again\n" }, "more"))
+        /** What the runtime knows of the run's attempt `attempt`: its status, or 404. */
+        const runtimeAttempt = (runId: string, attempt: number) =>
+          Effect.promise(() =>
+            fetch(`${runtime.base}/v1/runs/${encodeURIComponent(`${runId}:${attempt}`)}/result`, {
+              headers: { authorization: `Bearer ${TOKEN}`, [RUNTIME_PROTOCOL_HEADER]: RUNTIME_PROTOCOL_VERSION }
+            }).then(async (response) =>
+              response.status === 200 ? ((await response.json()) as { status: string }).status : response.status
+            )
+          )
+        const attemptsOf = (runId: string) =>
+          Effect.map(
+            sql<{ n: number }>`SELECT count(*)::int AS n FROM workflow_attempts WHERE run_id = ${runId}`,
+            (rows) => rows[0]?.n
+          )
+        const checkStatesOf = (head: string) =>
+          fake
+            .checkRuns(REPO)
+            .filter((check) => check.head_sha === head && check.name === "Bosun review")
+            .map((check) => fake.checkRunStates(check.id))
+
+        // GitHub answers the review POST 502 twice, then takes it.
+        fake.failNext({ method: "POST", path: /\/pulls\/2\/reviews$/, status: 502, times: 2 })
+        const head2 = yield* push(2, FIRST, base)
+        outputs.set(head2, { summary: "Posted on the third try.", findings: [A] })
+        yield* send("pull_request", pullRequestEvent({ action: "opened", number: 2, head: head2, base }))
+        const run2 = yield* reviewRunOf(2, head2)
+        const posts = fake.requests.filter(
+          (r) => r.method === "POST" && r.path === `/api/v3/repos/${REPO}/pulls/2/reviews`
+        )
+        assert.strictEqual(posts.length, 3)
+        assert.strictEqual(fake.reviews(REPO, 2).length, 1, "the review is posted once")
+        assert.strictEqual(yield* attemptsOf(run2?.id ?? ""), 1)
+        assert.strictEqual(yield* runtimeAttempt(run2?.id ?? "", 1), "SUCCEEDED")
+        assert.strictEqual(yield* runtimeAttempt(run2?.id ?? "", 2), 404, "the agent ran once")
+        assert.deepStrictEqual(checkStatesOf(head2), [["in_progress", "success"]])
+
+        // GitHub answers the review-thread query with an error: nothing to retry.
+        const refusal = "Resource not accessible by integration"
+        fake.failNext({
+          method: "POST",
+          path: /^\/api\/graphql$/,
+          status: 200,
+          body: { data: null, errors: [{ type: "FORBIDDEN", path: ["repository"], message: refusal }] }
+        })
+        const head3 = yield* push(3, FIRST, base)
+        outputs.set(head3, { summary: "GitHub will refuse the thread query.", findings: [A] })
+        yield* send("pull_request", pullRequestEvent({ action: "opened", number: 3, head: head3, base }))
+        const run3 = yield* reviewRunOf(3, head3)
+        const [check] = fake.checkRuns(REPO).filter((c) => c.head_sha === head3)
+        assert.deepStrictEqual(checkStatesOf(head3), [["in_progress", "failure"]])
+        assert.strictEqual(check?.output.title, "Review failed while publishing the review: GitHub refused it")
+        assert.include(check?.output.summary ?? "", `- Error: GitHub GraphQL reviewThreads answered: ${refusal}`)
+        const lines = (yield* capture.records).filter(
+          (record) => record.msg === "review_delivery_failed" && record.run_id === run3?.id
+        )
+        assert.deepStrictEqual(
+          lines.map((record) => [record.level, record.step, record.provider, record.http_status, record.error]),
+          [["error", "publish", "github", 200, `GitHub GraphQL reviewThreads answered: ${refusal}`]]
+        )
+        const [pull] = yield* sql<{ review_status: string }>`
+          SELECT p.review_status FROM pull_requests p JOIN repositories r ON r.id = p.repository_id
+          WHERE p.organization_id = ${ORG} AND r.github_repository_id = ${GITHUB_REPOSITORY_ID} AND p.number = 3`
+        assert.strictEqual(pull?.review_status, "FAILED")
+        assert.strictEqual(yield* attemptsOf(run3?.id ?? ""), 1)
+        assert.strictEqual(yield* runtimeAttempt(run3?.id ?? "", 2), 404, "no second attempt ran the agent")
       })
   )
 })

@@ -5,13 +5,16 @@
  * description and comments, and every refusal, whose message names the endpoint and status only.
  */
 import { generateKeyPairSync } from "node:crypto"
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
 import { FakeGithub, type FakeGithubPullFile } from "@bosun/testing"
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect, Layer, Option, Redacted } from "effect"
+import { Duration, Effect, Layer, Option, Redacted } from "effect"
 import { AppConfig } from "../../src/config/AppConfig.ts"
 import { GithubAppsRepo } from "../../src/persistence/GithubAppsRepo.ts"
 import { OrganizationsRepo } from "../../src/persistence/OrganizationsRepo.ts"
 import { GitHubApp, type GitHubAppError } from "../../src/providers/GitHubApp.ts"
+import { GitHubClient } from "../../src/providers/GitHubClient.ts"
 import { type CheckRunDraft, GitHubPulls, type PullRef } from "../../src/providers/GitHubPulls.ts"
 import type { ChangedFile } from "../../src/review/ReviewPlan.ts"
 import { layerMemory } from "../../src/storage/CacheMemory.ts"
@@ -716,6 +719,115 @@ layer(Pulls, { excludeTestServices: true })("GitHubPulls", (it) => {
           assert.strictEqual(incomplete.reason, "Unavailable")
           assert.include(incomplete.message, "300")
         })
+    )
+  })
+
+  describe("rate limits", () => {
+    it.effect(
+      "a primary rate limit (403, X-RateLimit-Remaining: 0) is waited out until X-RateLimit-Reset, then the call succeeds",
+      () =>
+        Effect.gen(function* () {
+          const fake = yield* openPull(41)
+          const pulls = yield* GitHubPulls
+          const reset = Math.ceil(Date.now() / 1000) + 1
+          fake.failNext({
+            method: "GET",
+            path: /\/pulls\/41$/,
+            status: 403,
+            headers: { "x-ratelimit-limit": "5000", "x-ratelimit-remaining": "0", "x-ratelimit-reset": String(reset) },
+            message: "API rate limit exceeded for installation ID 777."
+          })
+          const started = Date.now()
+
+          const details = yield* pulls.details(pr(41))
+
+          assert.strictEqual(details.headSha, HEAD)
+          assert.strictEqual(calls(fake, "GET", "/api/v3/repos/acme/api/pulls/41").length, 2)
+          assert.isAtLeast(Date.now(), reset * 1000, "the second call waited for the reset")
+          assert.isAtLeast(Date.now() - started, 500)
+        })
+    )
+
+    it.effect("a secondary rate limit (429 with Retry-After) is waited out, then the write is made once", () =>
+      Effect.gen(function* () {
+        const fake = yield* openPull(42)
+        const pulls = yield* GitHubPulls
+        fake.failNext({
+          method: "POST",
+          path: /\/issues\/42\/comments$/,
+          status: 429,
+          headers: { "retry-after": "1" },
+          message: "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."
+        })
+        const started = Date.now()
+
+        const id = yield* pulls.comment(pr(42), "After the wait")
+
+        assert.isAtLeast(Date.now() - started, 1000, "Retry-After: 1 was honoured")
+        assert.strictEqual(calls(fake, "POST", "/api/v3/repos/acme/api/issues/42/comments").length, 2)
+        assert.deepStrictEqual(
+          fake.issueComments("acme/api", 42).map((comment) => [comment.id, comment.body]),
+          [[id, "After the wait"]]
+        )
+      })
+    )
+
+    it.effect(
+      "a rate limit longer than a call waits fails RateLimited at once with GitHub's Retry-After, to be retried later",
+      () =>
+        Effect.gen(function* () {
+          const fake = yield* openPull(43)
+          const pulls = yield* GitHubPulls
+          fake.failNext({
+            method: "GET",
+            path: /\/pulls\/43$/,
+            status: 429,
+            headers: { "retry-after": "600" },
+            message: "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."
+          })
+
+          const error = yield* failure(pulls.details(pr(43)))
+
+          assert.strictEqual(error.reason, "RateLimited")
+          assert.strictEqual(error.status, 429)
+          assert.strictEqual(Duration.toSeconds(error.retryAfter ?? Duration.zero), 600)
+          assert.match(
+            error.message,
+            /^GitHub GET \/pulls\/\{number\} answered 429: You have exceeded a secondary rate limit/
+          )
+          assert.strictEqual(calls(fake, "GET", "/api/v3/repos/acme/api/pulls/43").length, 1)
+        })
+    )
+
+    it.effect("GitHub unreachable fails Unavailable saying so, with the connection's own error and no status", () =>
+      Effect.gen(function* () {
+        // A port something listened on a moment ago and nothing does now: the connection is refused.
+        const closedPort = yield* Effect.promise(
+          () =>
+            new Promise<number>((resolve) => {
+              const server = createServer()
+              server.listen(0, "127.0.0.1", () => {
+                const { port } = server.address() as AddressInfo
+                server.close(() => resolve(port))
+              })
+            })
+        )
+        const client = GitHubClient.make({
+          apiUrl: new URL(`http://127.0.0.1:${closedPort}/api/v3`),
+          retryBase: Duration.millis(1),
+          retries: 1,
+          writeInterval: Duration.zero,
+          maxRateLimitWait: Duration.seconds(1)
+        })
+        const error = yield* failure(
+          client.call("test", "GET /app", undefined, (octokit, signal) =>
+            octokit.request("GET /app", { request: { signal } })
+          )
+        )
+        assert.strictEqual(error.reason, "Unavailable")
+        assert.isUndefined(error.status)
+        assert.match(error.message, /^GitHub unreachable: .*ECONNREFUSED/)
+      })
     )
   })
 
