@@ -71,6 +71,15 @@ type Prepared = typeof Prepared.Type
 
 /** What prepare found: a run to start, or an earlier attempt's kept outputs, only to publish. */
 const PrepareOutcome = Schema.Struct({ prepared: Schema.NullOr(Prepared), kept: Schema.NullOr(RunState) })
+type PrepareOutcome = typeof PrepareOutcome.Type
+
+/**
+ * Prepare's result as the engine keeps it: an attempt journaled before kept outputs existed has
+ * a bare `Prepared`, read as a run to start.
+ */
+const JournaledPrepare = Schema.Union([PrepareOutcome, Prepared])
+const outcomeOf = (journaled: typeof JournaledPrepare.Type): PrepareOutcome =>
+  "requestKey" in journaled ? { prepared: journaled, kept: null } : journaled
 
 const Acquired = Schema.Struct({ provider: SandboxName, id: Schema.String })
 
@@ -337,7 +346,7 @@ export const RunAttemptWorkflowLive = RunAttemptWorkflow.toLayer(
 
       const prepared = yield* Activity.make({
         name: "prepare",
-        success: PrepareOutcome,
+        success: JournaledPrepare,
         error: StepFailure,
         execute: step(
           run,
@@ -385,9 +394,8 @@ export const RunAttemptWorkflowLive = RunAttemptWorkflow.toLayer(
           })
         )
       }).pipe(Effect.result)
-      const resumed = prepared._tag === "Success" && prepared.success.kept !== null
       /** The sandbox this attempt acquired (none when it only publishes kept outputs). */
-      const sandboxOf = prepared._tag === "Success" ? prepared.success.prepared : null
+      const sandboxOf = prepared._tag === "Success" ? outcomeOf(prepared.success).prepared : null
 
       const publish = (result: RunState) =>
         Activity.make({
@@ -410,7 +418,7 @@ export const RunAttemptWorkflowLive = RunAttemptWorkflow.toLayer(
 
       const main = Effect.gen(function* () {
         if (prepared._tag === "Failure") return yield* prepared.failure
-        const { kept, prepared: ready } = prepared.success
+        const { kept, prepared: ready } = outcomeOf(prepared.success)
         if (kept !== null) {
           yield* publish(kept)
           return kept
@@ -459,8 +467,9 @@ export const RunAttemptWorkflowLive = RunAttemptWorkflow.toLayer(
                     ? "cancelled"
                     : (ended.success.error?.code ?? "agent_failed"),
               error: ended.success.error,
-              // A publish of kept outputs ran no agent: the usage was the earlier attempt's.
-              usage: resumed ? null : ended.success.usage
+              // Publishing kept outputs, the agent's usage is the earlier attempt's, which ended
+              // failed (at publish) and recorded none: it is counted here, once.
+              usage: ended.success.usage
             }
           : {
               status: ended.failure.code === "cancelled" ? "CANCELLED" : "FAILED",

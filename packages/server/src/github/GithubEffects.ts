@@ -79,24 +79,18 @@ export const makeGithubEffectHandlers = Effect.gen(function* () {
   const createCheckRun = Effect.fn("GithubEffects.createCheckRun")(function* (payload: unknown) {
     const check = yield* Schema.decodeUnknownEffect(CheckRun)(payload).pipe(Effect.orDie)
     const externalId = check.external_id ?? check.idempotency_key
-    // Two states of one check run (started, ended) may be delivered at once: one at a time, or
-    // both would find none and create two.
-    const serialized = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-      sql.withTransaction(
-        Effect.andThen(
-          sql`SELECT pg_advisory_xact_lock(hashtext(${`check_run:${check.organization_id}:${externalId}`}))`,
-          effect
-        )
-      )
-    yield* serialized(
-      once({
-        organizationId: check.organization_id,
-        kind: GITHUB_CHECK_RUN,
-        key: check.idempotency_key,
-        request: check,
-        // `checkRun` finds the one it already created by the external id, so a retry makes none.
-        call: () =>
-          Effect.map(
+    yield* once({
+      organizationId: check.organization_id,
+      kind: GITHUB_CHECK_RUN,
+      key: check.idempotency_key,
+      request: check,
+      // Made within `once`'s transaction: two states of one check run (started, ended) delivered
+      // at once take turns on this lock, or both would find none and create two. `checkRun` finds
+      // the one it already created by the external id, so a retry makes none.
+      call: () =>
+        sql`SELECT pg_advisory_xact_lock(hashtext(${`check_run:${check.organization_id}:${externalId}`}))`.pipe(
+          Effect.orDie,
+          Effect.andThen(
             pulls.checkRun(
               check.organization_id,
               { owner: check.owner, name: check.name },
@@ -108,14 +102,11 @@ export const makeGithubEffectHandlers = Effect.gen(function* () {
                 summary: check.summary,
                 externalId
               }
-            ),
-            (id) => ({ check_run_id: id })
-          )
-      })
-    ).pipe(
-      Effect.catchTag("SqlError", (error) => Effect.die(error)),
-      Effect.provideService(SqlClient.SqlClient, sql)
-    )
+            )
+          ),
+          Effect.map((id) => ({ check_run_id: id }))
+        )
+    })
   })
 
   return [

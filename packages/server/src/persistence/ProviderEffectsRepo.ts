@@ -20,14 +20,17 @@ export interface ProviderEffect {
 export class ProviderEffectsRepo extends Context.Service<
   ProviderEffectsRepo,
   {
-    /** Records the effect PENDING unless its key exists; run it in the deciding transaction. */
+    /**
+     * Records the effect PENDING unless its key exists; run it in the deciding transaction.
+     * Answers whether this call recorded it (false: another decision had, first).
+     */
     readonly begin: (effect: {
       readonly organizationId: string
       readonly runId: string | null
       readonly kind: string
       readonly idempotencyKey: string
       readonly request: Readonly<Record<string, unknown>>
-    }) => Effect.Effect<void, never, SqlClient.SqlClient>
+    }) => Effect.Effect<boolean, never, SqlClient.SqlClient>
     readonly find: (organizationId: string, idempotencyKey: string) => Effect.Effect<Option.Option<ProviderEffect>>
     /**
      * The effect, its row locked until the caller's transaction ends: a second handler of the same
@@ -61,11 +64,13 @@ export class ProviderEffectsRepo extends Context.Service<
         readonly request: Readonly<Record<string, unknown>>
       }) {
         const tx = yield* SqlClient.SqlClient
-        yield* tx`
+        const inserted = yield* tx<{ idempotency_key: string }>`
           INSERT INTO provider_effects (organization_id, run_id, kind, idempotency_key, request)
           VALUES (${effect.organizationId}, ${effect.runId}, ${effect.kind}, ${effect.idempotencyKey},
                   ${JSON.stringify(effect.request)}::jsonb)
-          ON CONFLICT (idempotency_key) DO NOTHING`.pipe(Effect.orDie)
+          ON CONFLICT (idempotency_key) DO NOTHING
+          RETURNING idempotency_key`.pipe(Effect.orDie)
+        return inserted.length > 0
       })
 
       const select = (client: SqlClient.SqlClient, organizationId: string, idempotencyKey: string, lock: boolean) =>

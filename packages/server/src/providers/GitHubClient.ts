@@ -2,7 +2,8 @@
  * How Bosun calls GitHub (REST and GraphQL) and what a failure means. Every call goes through
  * Octokit with GitHub's own plugins: `@octokit/plugin-throttling` paces writes and waits out
  * primary and secondary rate limits (`X-RateLimit-Reset`, `Retry-After`), `@octokit/plugin-retry`
- * retries 5xx and network failures with backoff, `@octokit/plugin-paginate-rest` follows `Link`.
+ * retries 5xx and network failures with backoff (not a POST that creates something: its caller
+ * looks for it first, then makes it again), `@octokit/plugin-paginate-rest` follows `Link`.
  *
  * A failure becomes a `GitHubAppError` whose reason says what to do with it: `Unavailable`
  * (unreachable, 5xx, 408) and `RateLimited` (a limit longer than Bosun waits within one call) are
@@ -117,6 +118,10 @@ export const githubFailure =
     const status = field(cause, "status")
     const rawMessage = field(cause, "message")
     const message = typeof rawMessage === "string" ? rawMessage : "no message"
+    // The throttling plugin's own error for GraphQL's RATE_LIMITED, past the waits it allows.
+    if (message === "GraphQL Rate Limit Exceeded") {
+      return new GitHubAppError({ reason: "RateLimited", message: `GitHub ${endpoint} answered: ${message}` })
+    }
     if (typeof status !== "number" || field(cause, "response") === undefined) {
       return new GitHubAppError({ reason: "Unavailable", message: `GitHub unreachable: ${connectionCause(cause)}` })
     }
@@ -195,6 +200,15 @@ export class GitHubClient extends Context.Service<
           notifications,
           onRateLimit: waitOut("primary"),
           onSecondaryRateLimit: waitOut("secondary")
+        }
+      })
+      // A POST creates something (a review, a comment, a check run, a pull request): GitHub may
+      // have made it before answering 502 or losing the connection, so it is not repeated here —
+      // the caller first looks for what it made (a marker, an external id, a branch), then makes
+      // it. GraphQL (reads, and mutations that set a state) and the other methods are idempotent.
+      octokit.hook.before("request", (options) => {
+        if (options.method === "POST" && !/\/graphql$/.test(options.url)) {
+          options.request = { ...options.request, retries: 0 }
         }
       })
       clients.set(key, { auth, octokit })

@@ -3,25 +3,32 @@
  * row on `bosun-effects`, handled here apart from the run, so GitHub failing never touches the
  * agent's run. Publish records the plan, the review's provider effect (`github.review:{run}`,
  * everything the call needs) and this row in one transaction; this handler then posts the review
- * — or, for an effect that may already have been posted, finds it by the marker its body carries
- * — matches its comments to findings by their markers, puts the agent's description into the
- * pull request body, resolves the threads of resolved findings, and ends the run's "Bosun review"
- * check run `success` with what was posted. Each part is idempotent: a delivery that runs again
- * repeats nothing GitHub already has.
+ * — first looking for it by the marker its body carries, since an earlier delivery may have
+ * posted it before a crash or a lost answer; the effect's row is locked meanwhile, so two
+ * deliveries of one run never both post — matches its comments to findings by their markers,
+ * puts the agent's description into the pull request body, resolves the threads of resolved
+ * findings, and ends the run's "Bosun review" check run `success` with what was posted (a
+ * `github.check_run` row, serialized with the run's other check-run states). Each part is
+ * idempotent: a delivery that runs again repeats nothing GitHub already has.
  *
  * A failure that may pass (GitHub unreachable, 5xx, a rate limit longer than a call waits) fails
  * the delivery for the queue to retry; one that will not (GitHub refusing the request, a GraphQL
  * error) and a retryable one on its last delivery end it: one error line, the pull request's
  * review status FAILED and the check run `failure` quoting GitHub — and the message goes to
  * `bosun-effects-dlq`, from which `bosun queues dead-letters replay` posts it once GitHub takes it.
+ * Once the review is posted, the description and the thread resolutions are follow-ups: one that
+ * will not succeed is logged at error and does not make the posted review a failure.
  */
 import { Effect, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import type { EffectDelivery } from "../effects/EffectOnce.ts"
+import { type CheckRun, GITHUB_CHECK_RUN } from "../github/GithubEffects.ts"
 import { ProviderEffectsRepo } from "../persistence/ProviderEffectsRepo.ts"
 import { PullRequestsRepo } from "../persistence/PullRequestsRepo.ts"
 import { ReviewFindingsRepo } from "../persistence/ReviewFindingsRepo.ts"
 import { type GitHubAppError, retryableGithubError } from "../providers/GitHubClient.ts"
 import { GitHubPulls, type PullRef, type ReviewCommentDraft } from "../providers/GitHubPulls.ts"
+import { Outbox } from "../storage/Outbox.ts"
 import { withDescription } from "./PrDescription.ts"
 import { deliveryFailureCheck, REVIEW_CHECK_NAME, reviewCheckId } from "./ReviewFailure.ts"
 
@@ -78,95 +85,156 @@ class ReviewNotPosted extends Schema.TaggedError<ReviewNotPosted>()("ReviewNotPo
 }
 
 export const makeReviewDelivery = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const outbox = yield* Outbox
   const effects = yield* ProviderEffectsRepo
   const findings = yield* ReviewFindingsRepo
   const pullRequests = yield* PullRequestsRepo
   const pulls = yield* GitHubPulls
 
-  /** Posts what is not posted yet; answers the check run's summary. */
-  const post = Effect.fnUntraced(function* (job: ReviewDeliveryPayload) {
-    const pr: PullRef = {
-      organizationId: job.organization_id,
-      repository: { owner: job.owner, name: job.name },
-      number: job.number
-    }
-    const ref = { organizationId: job.organization_id, repositoryId: job.repository_id, number: job.number }
+  const pullOf = (job: ReviewDeliveryPayload): PullRef => ({
+    organizationId: job.organization_id,
+    repository: { owner: job.owner, name: job.name },
+    number: job.number
+  })
+  const refOf = (job: ReviewDeliveryPayload) => ({
+    organizationId: job.organization_id,
+    repositoryId: job.repository_id,
+    number: job.number
+  })
+
+  const requestOf = Effect.fnUntraced(function* (job: ReviewDeliveryPayload) {
     const key = reviewEffectKey(job.run_id)
     const effect = yield* effects.find(job.organization_id, key)
     if (Option.isNone(effect)) return yield* Effect.die(new Error(`the review effect ${key} was not recorded`))
-    const request = yield* Schema.decodeUnknownEffect(ReviewEffectRequest)(effect.value.request).pipe(Effect.orDie)
-    if (effect.value.status !== "SUCCEEDED") {
-      yield* effects.attempted(job.organization_id, key)
-      // A PENDING review may have been posted before a crash or a lost answer: GitHub is asked first.
-      const existing = effect.value.attempts > 0 ? yield* pulls.findReview(pr, reviewMarker(job.run_id)) : Option.none()
-      const reviewId = Option.isSome(existing)
-        ? existing.value
-        : yield* pulls.createReview(pr, {
-            commitId: request.commit_id,
-            body: request.body,
-            comments: request.comments.map(
-              (comment): ReviewCommentDraft => ({
-                path: comment.path,
-                body: comment.body,
-                line: comment.line,
-                side: comment.side,
-                startLine: comment.start_line
-              })
-            )
-          })
-      const posted = yield* pulls.reviewComments(pr, reviewId)
-      const threads = posted.length === 0 ? [] : yield* pulls.reviewThreads(pr)
-      const threadOf = new Map(threads.flatMap((thread) => thread.commentIds.map((id) => [id, thread.id] as const)))
-      yield* findings.recordPosted(ref, {
-        runId: job.run_id,
-        githubReviewId: reviewId,
-        comments: posted.flatMap((comment) => {
-          const fingerprint = FINDING_MARKER.exec(comment.body)?.[1]
-          return fingerprint === undefined
-            ? []
-            : [{ fingerprint, commentId: comment.id, threadId: threadOf.get(comment.id) ?? null }]
-        })
-      })
-      yield* effects.succeed(job.organization_id, key, { review_id: reviewId })
-      yield* pullRequests.setReviewStatus(job.organization_id, ref, "REVIEWED")
+    return {
+      effect: effect.value,
+      request: yield* Schema.decodeUnknownEffect(ReviewEffectRequest)(effect.value.request).pipe(Effect.orDie)
     }
-    const descriptionKey = descriptionEffectKey(job.run_id)
-    const describe = yield* effects.find(job.organization_id, descriptionKey)
-    if (Option.isSome(describe) && describe.value.status !== "SUCCEEDED") {
-      const { description } = yield* Schema.decodeUnknownEffect(DescriptionEffectRequest)(describe.value.request).pipe(
-        Effect.orDie
-      )
-      yield* effects.attempted(job.organization_id, descriptionKey)
-      const details = yield* pulls.details(pr)
-      if (details.headSha !== job.head_sha) {
-        // The push queued a newer review, whose description this older one must not overwrite.
-        yield* effects.succeed(job.organization_id, descriptionKey, { updated: false, superseded: true })
-      } else {
-        // Built from the body GitHub has now, so a PATCH that landed before a crash is not repeated.
-        const body = withDescription(details.body, description)
-        if (body !== details.body) yield* pulls.updateBody(pr, body)
-        yield* effects.succeed(job.organization_id, descriptionKey, { updated: body !== details.body })
-      }
-    }
-    // Resolving is idempotent on GitHub, so a delivery that runs again resolves them again.
-    const toResolve = yield* findings.threadsOf(ref, request.resolved)
-    yield* Effect.forEach(toResolve, (threadId) => pulls.resolveThread(pr, threadId), { discard: true })
-    return request.check_summary ?? ""
   })
 
-  const check = (job: ReviewDeliveryPayload, conclusion: "success" | "failure", title: string, summary: string) =>
-    pulls.checkRun(
-      job.organization_id,
-      { owner: job.owner, name: job.name },
-      {
-        name: REVIEW_CHECK_NAME,
-        headSha: job.head_sha,
-        conclusion,
-        title,
-        summary,
-        externalId: reviewCheckId(job.run_id)
-      }
+  /**
+   * Posts the review unless it is posted: with its effect's row locked (a second delivery waits,
+   * then finds it SUCCEEDED), GitHub asked first for the review carrying the run's marker.
+   */
+  const postReview = Effect.fnUntraced(function* (job: ReviewDeliveryPayload, request: ReviewEffectRequest) {
+    const pr = pullOf(job)
+    const key = reviewEffectKey(job.run_id)
+    // Counted before the call, in its own commit: a crash during the call leaves it counted.
+    yield* effects.attempted(job.organization_id, key)
+    yield* sql
+      .withTransaction(
+        Effect.gen(function* () {
+          const locked = yield* effects.lock(job.organization_id, key)
+          if (Option.isNone(locked) || locked.value.status === "SUCCEEDED") return
+          const existing = yield* pulls.findReview(pr, reviewMarker(job.run_id))
+          const reviewId = Option.isSome(existing)
+            ? existing.value
+            : yield* pulls.createReview(pr, {
+                commitId: request.commit_id,
+                body: request.body,
+                comments: request.comments.map(
+                  (comment): ReviewCommentDraft => ({
+                    path: comment.path,
+                    body: comment.body,
+                    line: comment.line,
+                    side: comment.side,
+                    startLine: comment.start_line
+                  })
+                )
+              })
+          const posted = yield* pulls.reviewComments(pr, reviewId)
+          const threads = posted.length === 0 ? [] : yield* pulls.reviewThreads(pr)
+          const threadOf = new Map(threads.flatMap((thread) => thread.commentIds.map((id) => [id, thread.id] as const)))
+          yield* findings.recordPosted(refOf(job), {
+            runId: job.run_id,
+            githubReviewId: reviewId,
+            comments: posted.flatMap((comment) => {
+              const fingerprint = FINDING_MARKER.exec(comment.body)?.[1]
+              return fingerprint === undefined
+                ? []
+                : [{ fingerprint, commentId: comment.id, threadId: threadOf.get(comment.id) ?? null }]
+            })
+          })
+          yield* effects.succeed(job.organization_id, key, { review_id: reviewId })
+          yield* pullRequests.setReviewStatus(job.organization_id, refOf(job), "REVIEWED")
+        })
+      )
+      .pipe(
+        Effect.catchTag("SqlError", (error) => Effect.die(error)),
+        Effect.provideService(SqlClient.SqlClient, sql)
+      )
+  })
+
+  /** The agent's description into the pull request's body, once. */
+  const describe = Effect.fnUntraced(function* (job: ReviewDeliveryPayload) {
+    const pr = pullOf(job)
+    const key = descriptionEffectKey(job.run_id)
+    const effect = yield* effects.find(job.organization_id, key)
+    if (Option.isNone(effect) || effect.value.status === "SUCCEEDED") return
+    const { description } = yield* Schema.decodeUnknownEffect(DescriptionEffectRequest)(effect.value.request).pipe(
+      Effect.orDie
     )
+    yield* effects.attempted(job.organization_id, key)
+    const details = yield* pulls.details(pr)
+    if (details.headSha !== job.head_sha) {
+      // The push queued a newer review, whose description this older one must not overwrite.
+      return yield* effects.succeed(job.organization_id, key, { updated: false, superseded: true })
+    }
+    // Built from the body GitHub has now, so a PATCH that landed before a crash is not repeated.
+    const body = withDescription(details.body, description)
+    if (body !== details.body) yield* pulls.updateBody(pr, body)
+    yield* effects.succeed(job.organization_id, key, { updated: body !== details.body })
+  })
+
+  /** A step after the review is posted: retried while it may pass, else logged and let go. */
+  const followUp = (
+    job: ReviewDeliveryPayload,
+    delivery: EffectDelivery,
+    what: string,
+    effect: Effect.Effect<void, GitHubAppError>
+  ) =>
+    effect.pipe(
+      Effect.catch((error) =>
+        retryableGithubError(error) && !delivery.last
+          ? Effect.fail(error)
+          : Effect.logError("review_follow_up_failed").pipe(
+              Effect.annotateLogs({
+                org_id: job.organization_id,
+                run_id: job.run_id,
+                step: what,
+                provider: "github",
+                ...(error.status === undefined ? {} : { http_status: error.status }),
+                error: error.message
+              })
+            )
+      )
+    )
+
+  /** The run's check run in a state, through the serialized `github.check_run` handler. */
+  const recordCheck = (
+    job: ReviewDeliveryPayload,
+    state: string,
+    conclusion: CheckRun["conclusion"],
+    title: string,
+    summary: string
+  ) =>
+    outbox
+      .transaction(
+        outbox.write("bosun-effects", GITHUB_CHECK_RUN, {
+          organization_id: job.organization_id,
+          owner: job.owner,
+          name: job.name,
+          head_sha: job.head_sha,
+          idempotency_key: `github.check_run:${state}:${job.run_id}`,
+          external_id: reviewCheckId(job.run_id),
+          check_name: REVIEW_CHECK_NAME,
+          conclusion,
+          title,
+          summary
+        } satisfies CheckRun)
+      )
+      .pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie, Effect.asVoid)
 
   /** Ends a delivery that will not succeed by itself: said once in the log, on the pull request and its check run. */
   const giveUp = Effect.fnUntraced(function* (
@@ -187,53 +255,21 @@ export const makeReviewDelivery = Effect.gen(function* () {
       })
     )
     yield* effects.failedAttempt(job.organization_id, reviewEffectKey(job.run_id), error.message)
-    yield* pullRequests.setReviewStatus(
-      job.organization_id,
-      { repositoryId: job.repository_id, number: job.number },
-      "FAILED"
-    )
+    yield* pullRequests.setReviewStatus(job.organization_id, refOf(job), "FAILED")
     const { title, summary } = deliveryFailureCheck({ runId: job.run_id, error })
-    yield* check(job, "failure", title, summary).pipe(
-      Effect.catch((checkError) =>
-        Effect.logError("review_failure_check_run_failed").pipe(
-          Effect.annotateLogs({ run_id: job.run_id, provider: "github", error: checkError.message })
-        )
-      )
-    )
+    // Keyed by the delivery, so a replay that fails again says so again.
+    yield* recordCheck(job, `delivery_failed:${delivery.deliveries}:${Date.now()}`, "failure", title, summary)
     return yield* new ReviewNotPosted({ message: error.message })
   })
 
   const deliver = Effect.fn("ReviewDelivery.deliver")(function* (payload: unknown, delivery: EffectDelivery) {
     const job = yield* Schema.decodeUnknownEffect(ReviewDeliveryPayload)(payload).pipe(Effect.orDie)
     yield* Effect.annotateCurrentSpan({ "bosun.run_id": job.run_id, "bosun.org_id": job.organization_id })
-    const outcome = yield* Effect.result(post(job))
-    if (outcome._tag === "Success") {
-      // The review is on the pull request: a check run GitHub refuses (an App without the checks
-      // permission) is said in the log, and does not make the posted review a failure.
-      return yield* check(
-        job,
-        "success",
-        "Review posted",
-        outcome.success === "" ? "The review is posted." : outcome.success
-      ).pipe(
-        Effect.catch((error) =>
-          retryableGithubError(error) && !delivery.last
-            ? Effect.fail(error)
-            : Effect.logError("review_check_run_failed").pipe(
-                Effect.annotateLogs({
-                  org_id: job.organization_id,
-                  run_id: job.run_id,
-                  provider: "github",
-                  ...(error.status === undefined ? {} : { http_status: error.status }),
-                  error: error.message
-                })
-              )
-        ),
-        Effect.asVoid
-      )
-    }
-    const error = outcome.failure
-    if (retryableGithubError(error) && !delivery.last) {
+    const { request } = yield* requestOf(job)
+    const posted = yield* Effect.result(postReview(job, request))
+    if (posted._tag === "Failure") {
+      const error = posted.failure
+      if (!retryableGithubError(error) || delivery.last) return yield* giveUp(job, error, delivery)
       yield* Effect.logWarning("review_delivery_failed").pipe(
         Effect.annotateLogs({
           org_id: job.organization_id,
@@ -249,7 +285,24 @@ export const makeReviewDelivery = Effect.gen(function* () {
       yield* effects.failedAttempt(job.organization_id, reviewEffectKey(job.run_id), error.message)
       return yield* error
     }
-    return yield* giveUp(job, error, delivery)
+    yield* followUp(job, delivery, "describe", describe(job))
+    // Resolving is idempotent on GitHub, so a delivery that runs again resolves them again.
+    const toResolve = yield* findings.threadsOf(refOf(job), request.resolved)
+    yield* followUp(
+      job,
+      delivery,
+      "resolve",
+      Effect.forEach(toResolve, (threadId) => pulls.resolveThread(pullOf(job), threadId), { discard: true })
+    )
+    yield* recordCheck(
+      job,
+      "success",
+      "success",
+      "Review posted",
+      request.check_summary === undefined || request.check_summary === ""
+        ? "The review is posted."
+        : request.check_summary
+    )
   })
 
   return [[GITHUB_REVIEW_DELIVERY, deliver]] as const

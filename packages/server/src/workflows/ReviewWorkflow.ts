@@ -374,6 +374,15 @@ export const reviewWorkflow = Effect.gen(function* () {
         yield* outbox
           .transaction(
             Effect.gen(function* () {
+              const recorded = yield* effects.begin({
+                organizationId: run.organizationId,
+                runId: run.runId,
+                kind: "github.review",
+                idempotencyKey: key,
+                request
+              })
+              // A publish of this run that raced this one recorded the review and its delivery.
+              if (!recorded) return
               yield* findings.recordPlan(subject.ref, {
                 runId: run.runId,
                 headSha: subject.headSha,
@@ -386,13 +395,7 @@ export const reviewWorkflow = Effect.gen(function* () {
                 { repositoryId: subject.repositoryId, number: subject.pr.number },
                 memoryEffectsOf(plan, output)
               )
-              yield* effects.begin({
-                organizationId: run.organizationId,
-                runId: run.runId,
-                kind: "github.review",
-                idempotencyKey: key,
-                request
-              })
+
               if (description !== "") {
                 yield* effects.begin({
                   organizationId: run.organizationId,

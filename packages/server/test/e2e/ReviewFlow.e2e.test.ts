@@ -322,6 +322,14 @@ const reviewRunOf = (number: number, head: string) =>
       (delivery) => delivery.length === 0 || delivery[0]?.done === true || delivery[0]?.dead === true,
       Duration.seconds(60)
     )
+    // And the check-run states it recorded are posted.
+    yield* eventually(
+      sql<{ n: number }>`SELECT count(*)::int AS n FROM outbox
+        WHERE kind = 'github.check_run' AND payload->>'external_id' = ${`bosun-review:${run?.id ?? ""}`}
+          AND done_at IS NULL AND dead_lettered_at IS NULL`,
+      (pending) => pending[0]?.n === 0,
+      Duration.seconds(60)
+    )
     return run
   })
 

@@ -241,6 +241,11 @@ layer(Stack, { excludeTestServices: true, timeout: Duration.minutes(3) })("a ser
           1,
           "the agent ran in one attempt; posting the review never sent the run round again"
         )
+        // The run names what ran its review: the operator's profile, not the repository's agent_provider.
+        const [shown] = yield* sql<{
+          provider: string | null
+        }>`SELECT provider FROM workflow_runs WHERE id = ${run?.id ?? ""}`
+        assert.strictEqual(shown?.provider, "custom agent profile fixed-review")
         const [finding] = yield* sql<{ state: string; github_comment_id: string | null }>`
           SELECT state, github_comment_id FROM review_findings WHERE organization_id = ${ORG}`
         assert.strictEqual(finding?.state, "OPEN")

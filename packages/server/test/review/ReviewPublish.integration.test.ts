@@ -19,6 +19,7 @@ import { reviewMarker } from "../../src/review/ReviewDelivery.ts"
 import { Queues } from "../../src/storage/Queue.ts"
 import { REVIEW, reviewWorkflow } from "../../src/workflows/ReviewWorkflow.ts"
 import {
+  delivered,
   deliveryState,
   layerReviewPublishStack,
   publishAndDeliver,
@@ -342,6 +343,7 @@ layer(Publish, { excludeTestServices: true })("review publish", (it) => {
           const replayed = yield* (yield* Queues).deadLetters.replay("bosun-effects")
           assert.isAtLeast(replayed, 1)
           yield* eventually(deliveryState("run-p9"), (state) => state?.done === true, Duration.seconds(20))
+          yield* delivered("run-p9")
           assert.strictEqual(fake.reviews(REPO, 9).length, 1)
           assert.strictEqual(calls(fake, "POST", "/api/v3/repos/acme/shop/pulls/9/reviews"), 1)
           assert.strictEqual(checksOn(fake, sha("c")).length, 1)

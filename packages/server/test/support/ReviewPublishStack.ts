@@ -137,9 +137,26 @@ export const deliveryState = (runId: string) =>
     )
   )
 
-/** Waits until the review delivery of `runId` (if publish recorded one) is done or dead-lettered. */
+/** How many of the run's check-run states are still to be posted. */
+const pendingChecks = (runId: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.map(
+      sql<{ n: number }>`SELECT count(*)::int AS n FROM outbox
+        WHERE kind = 'github.check_run' AND payload->>'external_id' = ${`bosun-review:${runId}`}
+          AND done_at IS NULL AND dead_lettered_at IS NULL`,
+      (rows) => rows[0]?.n ?? 0
+    )
+  )
+
+/**
+ * Waits until the review delivery of `runId` (if publish recorded one) is done or dead-lettered,
+ * and the check-run states it recorded are posted.
+ */
 export const delivered = (runId: string) =>
-  eventually(deliveryState(runId), (state) => state === undefined || state.done || state.dead, Duration.seconds(30))
+  Effect.andThen(
+    eventually(deliveryState(runId), (state) => state === undefined || state.done || state.dead, Duration.seconds(30)),
+    eventually(pendingChecks(runId), (pending) => pending === 0, Duration.seconds(30))
+  )
 
 /** Publish, then the delivery it recorded, as the server runs them. */
 export const publishAndDeliver = (attemptRun: AttemptRun, output: unknown) =>
