@@ -9,12 +9,14 @@ import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
 import {
   type ChangedFile,
+  checkSummary,
   commentBody,
   coverageLine,
   coverageOf,
   type KnownFinding,
   planReview,
-  reviewBody
+  reviewBody,
+  skippedSection
 } from "../../src/review/ReviewPlan.ts"
 import { pathExclusion } from "../../src/review/ReviewPolicy.ts"
 
@@ -76,6 +78,77 @@ describe("coverage", () => {
       coverageLine(coverage),
       "Reviewed 2 of 8 changed files; skipped 1 excluded by excluded_paths, 2 generated, 1 binary, 1 diff too large for GitHub to show, 1 removed."
     )
+  })
+})
+
+describe("coverage ledger", () => {
+  const coverage = coverageOf(FILES, pathExclusion(["docs/**"]))
+  const plan = planReview({
+    output: { summary: "s", findings: [finding({})] },
+    coverage,
+    commentLimit: 10,
+    known: [],
+    changedSincePrevious: new Set(FILES.map((file) => file.path))
+  })
+
+  it("the review's summary lists, collapsed, every file not reviewed with its reason", () => {
+    const body = reviewBody("One finding.", plan)
+    assert.include(
+      body,
+      [
+        "<details><summary>6 files not reviewed</summary>",
+        "",
+        "- `docs/guide.md` — excluded by excluded_paths",
+        "- `package-lock.json` — generated",
+        "- `src/gen.ts` — generated",
+        "- `logo.png` — binary",
+        "- `data/huge.sql` — diff too large for GitHub to show",
+        "- `src/old.ts` — removed",
+        "",
+        "</details>"
+      ].join("\n")
+    )
+  })
+
+  it("a review that skipped nothing has no such section", () => {
+    const all = coverageOf(FILES.slice(0, 2), () => false)
+    const clean = planReview({
+      output: { summary: "s", findings: [] },
+      coverage: all,
+      commentLimit: 10,
+      known: [],
+      changedSincePrevious: new Set()
+    })
+    assert.notInclude(reviewBody("Nothing.", clean), "not reviewed")
+    assert.notInclude(checkSummary(clean), "not reviewed")
+  })
+
+  it("the list stops at 200 files and says how many more; a backquote in a path cannot break the code span", () => {
+    const many: ReadonlyArray<ChangedFile> = Array.from({ length: 205 }, (_, i) => ({
+      path: `assets/img\`${i}.png`,
+      status: "added",
+      additions: 0,
+      deletions: 0
+    }))
+    const section = skippedSection(coverageOf(many, () => false))
+    assert.include(section, "<summary>205 files not reviewed</summary>")
+    assert.include(section, "- `assets/img'0.png` — binary")
+    assert.include(section, "- `assets/img'199.png` — binary")
+    assert.notInclude(section, "img'200.png")
+    assert.include(section, "- and 5 more")
+  })
+
+  it("the check run's summary says what was posted, still open, resolved and not reviewed", () => {
+    assert.strictEqual(
+      checkSummary(plan).split("\n").slice(0, 4).join("\n"),
+      [
+        "- Posted: 1 new finding (1 inline, 0 outside the diff, 0 over the comment limit)",
+        "- Still open from earlier reviews: 0",
+        "- Resolved by this push: 0",
+        "- Reviewed 2 of 8 changed files; skipped 1 excluded by excluded_paths, 2 generated, 1 binary, 1 diff too large for GitHub to show, 1 removed."
+      ].join("\n")
+    )
+    assert.include(checkSummary(plan), "<summary>6 files not reviewed</summary>")
   })
 })
 
