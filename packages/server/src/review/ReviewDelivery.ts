@@ -12,16 +12,17 @@
  * idempotent: a delivery that runs again repeats nothing GitHub already has.
  *
  * A failure that may pass (GitHub unreachable, 5xx, a rate limit longer than a call waits) fails
- * the delivery for the queue to retry; one that will not (GitHub refusing the request, a GraphQL
+ * the delivery for the queue to retry (a rate limit after waiting as long as GitHub asked, up to
+ * a minute); one that will not (GitHub refusing the request, a GraphQL
  * error) and a retryable one on its last delivery end it: one error line, the pull request's
  * review status FAILED and the check run `failure` quoting GitHub — and the message goes to
  * `bosun-effects-dlq`, from which `bosun queues dead-letters replay` posts it once GitHub takes it.
  * Once the review is posted, the description and the thread resolutions are follow-ups: one that
  * will not succeed is logged at error and does not make the posted review a failure.
  */
-import { Effect, Option, Schema } from "effect"
+import { Duration, Effect, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import type { EffectDelivery } from "../effects/EffectOnce.ts"
+import { type EffectDelivery, MAX_RETRY_AFTER } from "../effects/EffectOnce.ts"
 import { type CheckRun, GITHUB_CHECK_RUN } from "../github/GithubEffects.ts"
 import { ProviderEffectsRepo } from "../persistence/ProviderEffectsRepo.ts"
 import { PullRequestsRepo } from "../persistence/PullRequestsRepo.ts"
@@ -279,10 +280,16 @@ export const makeReviewDelivery = Effect.gen(function* () {
           deliveries: delivery.deliveries,
           retryable: true,
           ...(error.status === undefined ? {} : { http_status: error.status }),
+          ...(error.retryAfter === undefined ? {} : { retry_after_ms: Duration.toMillis(error.retryAfter) }),
           error: error.message
         })
       )
       yield* effects.failedAttempt(job.organization_id, reviewEffectKey(job.run_id), error.message)
+      // A rate limit longer than a call waits: the next delivery comes no sooner than GitHub asked
+      // (up to a minute a delivery), or five quick deliveries would dead-letter it within seconds.
+      if (error.reason === "RateLimited" && error.retryAfter !== undefined) {
+        yield* Effect.sleep(Duration.min(error.retryAfter, MAX_RETRY_AFTER))
+      }
       return yield* error
     }
     yield* followUp(job, delivery, "describe", describe(job))

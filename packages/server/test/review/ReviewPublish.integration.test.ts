@@ -290,6 +290,37 @@ layer(Publish, { excludeTestServices: true })("review publish", (it) => {
     )
 
     it.effect(
+      "a rate limit longer than a call waits: the delivery waits as long as GitHub asked, and the next one posts the review once",
+      () =>
+        Effect.gen(function* () {
+          const { fake, repositoryId } = yield* setup(10, sha("d"), FIRST)
+          const capture = yield* LogCapture
+          fake.failNext({
+            method: "POST",
+            path: /\/pulls\/10\/reviews$/,
+            status: 429,
+            headers: { "retry-after": "2" },
+            message: "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."
+          })
+          const started = Date.now()
+
+          yield* publishAndDeliver(run("run-p10", repositoryId, 10, sha("d")), { summary: "Later.", findings: [A] })
+
+          assert.isAtLeast(Date.now() - started, 2000, "the next delivery came after GitHub's Retry-After")
+          assert.deepStrictEqual(yield* deliveryState("run-p10"), { done: true, dead: false })
+          assert.strictEqual(calls(fake, "POST", "/api/v3/repos/acme/shop/pulls/10/reviews"), 2)
+          assert.strictEqual(fake.reviews(REPO, 10).length, 1)
+          const waits = (yield* capture.records).filter(
+            (record) => record.msg === "review_delivery_failed" && record.run_id === "run-p10"
+          )
+          assert.deepStrictEqual(
+            waits.map((record) => [record.level, record.http_status, record.retry_after_ms]),
+            [["warn", 429, 2000]]
+          )
+        })
+    )
+
+    it.effect(
       "GitHub answering a GraphQL error ends the delivery at once: GitHub's words in the failed check run and one error line, the message dead-lettered, and its replay posts nothing twice",
       () =>
         Effect.gen(function* () {

@@ -74,7 +74,13 @@ export const layerReviewPublishStack = (org: string, repository: string) => {
     Layer.provideMerge(
       Layer.unwrap(
         Effect.map(FakeGithub, (fake) => {
-          const config = Layer.succeed(AppConfig, AppConfig.of(testSettings({ githubApiUrl: new URL(fake.apiUrl) })))
+          const settings = testSettings({ githubApiUrl: new URL(fake.apiUrl) })
+          // A rate limit of more than half a second is not waited out inside a call: tests of the
+          // delivery's own wait need not wait a minute.
+          const config = Layer.succeed(
+            AppConfig,
+            AppConfig.of({ ...settings, github: { ...settings.github, maxRateLimitWait: Duration.millis(500) } })
+          )
           return EffectsConsumerLive.pipe(
             Layer.provideMerge(Outbox.layer(OUTBOX)),
             Layer.provideMerge(SlackChat.layer),
