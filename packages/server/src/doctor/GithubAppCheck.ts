@@ -6,8 +6,8 @@
  */
 import { Duration, Effect, Option } from "effect"
 import { type GithubAppSummary, GithubAppsRepo } from "../persistence/GithubAppsRepo.ts"
-import type { GitHubAppError } from "../providers/GitHubApp.ts"
 import { GitHubApp } from "../providers/GitHubApp.ts"
+import type { GitHubAppError } from "../providers/GitHubClient.ts"
 import { CheckFailed, type CheckResult, failed, PROBE_TIMEOUT, runCheck, skipped } from "./CheckResult.ts"
 import { presentTables } from "./DatabaseCheck.ts"
 

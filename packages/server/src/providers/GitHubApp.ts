@@ -19,8 +19,6 @@ import { GithubAppsRepo } from "../persistence/GithubAppsRepo.ts"
 import { Cache } from "../storage/Cache.ts"
 import { GitHubAppError, GitHubClient } from "./GitHubClient.ts"
 
-export { GitHubAppError, githubFailure, retryableGithubError } from "./GitHubClient.ts"
-
 export interface GithubRepositoryRef {
   readonly owner: string
   readonly name: string

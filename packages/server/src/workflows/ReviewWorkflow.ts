@@ -8,23 +8,24 @@
  *   recorded as given to the run), the output contract, a checkout of the head (cloned with an
  *   installation token), the approved secondary repositories read-only beside it (Checkouts) and
  *   the agent's credentials.
- * - publish: `outputs/review.json` decoded with the domain contract (nothing is posted from output
- *   that does not match); the plan (inline up to comment_limit, overflow, outside the diff, already
- *   posted, dismissed, resolved) is recorded together with the review's provider effect, keyed by
- *   the run, in one transaction; then the review is posted — or, when a PENDING effect may already
- *   have been posted, found on GitHub by the marker its body carries — its comments are matched to
- *   findings by the marker each carries, and the threads of resolved findings are resolved.
+ *   Prepare also marks the run's "Bosun review" check run in progress.
+ * - publish: `outputs/review.json`, kept in the blob store when the agent succeeded, decoded with
+ *   the domain contract (nothing is posted from output that does not match); the plan (inline up
+ *   to comment_limit, overflow, outside the diff, already posted, dismissed, resolved) is recorded
+ *   together with the review's provider effect, keyed by the run, and a `github.review_delivery`
+ *   row, in one transaction. Posting the review, linking its comments to findings and resolving
+ *   threads is the delivery's (ReviewDelivery), so GitHub failing never runs the agent again.
  *   What the agent says the memories did (`memory_ids`, `suppressed`) is recorded with the plan,
  *   and, best effort, the dependencies the pull request shows are proposed as context
  *   suggestions (ContextDiscovery).
  *   With automatic_pr_description ENABLED, the agent's `description` is recorded as its own effect
- *   with the review's and, once the review is posted, put into the pull request's body between
- *   Bosun's markers (PrDescription), patched only when the body would change.
- *   A pull request whose head moved on since the run was queued is not reviewed at the old head:
- *   the push queued a newer review.
+ *   with the review's; the delivery puts it into the pull request's body between Bosun's markers
+ *   (PrDescription), patched only when the body would change.
+ *   A pull request whose head moved on since the run was queued is not reviewed at the old head
+ *   (the push queued a newer review); its check run ends neutral.
  *
- * A run whose last attempt failed gets one failed check run on its head (`reportFailure`, an
- * outbox row the `bosun-effects` consumer posts; ReviewFailure says what it reads). An attempt
+ * A run whose last attempt failed moves its check run to failure (`reportFailure`, an outbox row
+ * the `bosun-effects` consumer posts; ReviewFailure says what it reads). An attempt
  * the Scheduler recovered by lease expiry (its worker died) is retried, not reported.
  *
  * Sandboxes that inject credentials (PLATFORM_CONTAINER) are refused for now with
