@@ -31,7 +31,7 @@ import { type GitHubAppError, retryableGithubError } from "../providers/GitHubCl
 import { GitHubPulls, type PullRef, type ReviewCommentDraft } from "../providers/GitHubPulls.ts"
 import { Outbox } from "../storage/Outbox.ts"
 import { withDescription } from "./PrDescription.ts"
-import { deliveryFailureCheck, REVIEW_CHECK_NAME, reviewCheckId } from "./ReviewFailure.ts"
+import { deliveryFailureCheck, reviewCheckRun } from "./ReviewFailure.ts"
 
 export const GITHUB_REVIEW_DELIVERY = "github.review_delivery"
 
@@ -222,18 +222,21 @@ export const makeReviewDelivery = Effect.gen(function* () {
   ) =>
     outbox
       .transaction(
-        outbox.write("bosun-effects", GITHUB_CHECK_RUN, {
-          organization_id: job.organization_id,
-          owner: job.owner,
-          name: job.name,
-          head_sha: job.head_sha,
-          idempotency_key: `github.check_run:${state}:${job.run_id}`,
-          external_id: reviewCheckId(job.run_id),
-          check_name: REVIEW_CHECK_NAME,
-          conclusion,
-          title,
-          summary
-        } satisfies CheckRun)
+        outbox.write(
+          "bosun-effects",
+          GITHUB_CHECK_RUN,
+          reviewCheckRun(
+            {
+              organizationId: job.organization_id,
+              owner: job.owner,
+              name: job.name,
+              headSha: job.head_sha,
+              runId: job.run_id
+            },
+            `${state}:${job.run_id}`,
+            { conclusion, title, summary }
+          )
+        )
       )
       .pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie, Effect.asVoid)
 

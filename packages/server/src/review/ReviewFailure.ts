@@ -3,9 +3,11 @@
  * check run whose title names the failure and whose summary says exactly what failed — the step,
  * the error's code and message, the model provider and, when the provider answered with one, its
  * HTTP status — never a generic "something went wrong". The dashboard shows the same code and
- * message on the run.
+ * message on the run. It also names the run's one "Bosun review" check run and builds the
+ * `github.check_run` row of each of its states.
  */
 import type { FailureReport } from "@bosun/actors/attempt/AttemptPorts"
+import type { CheckRun } from "../github/GithubEffects.ts"
 
 export const REVIEW_CHECK_NAME = "Bosun review"
 
@@ -14,6 +16,31 @@ export const REVIEW_CHECK_NAME = "Bosun review"
  * review starts and moved to its conclusion.
  */
 export const reviewCheckId = (runId: string) => `bosun-review:${runId}`
+
+/** The run's check run in one state, as the `github.check_run` row that moves it there. */
+export const reviewCheckRun = (
+  target: {
+    readonly organizationId: string
+    readonly owner: string
+    readonly name: string
+    readonly headSha: string
+    readonly runId: string
+  },
+  /** Names the state's row: its idempotency key is `github.check_run:{key}`. */
+  key: string,
+  check: { readonly conclusion?: CheckRun["conclusion"]; readonly title: string; readonly summary: string }
+): CheckRun => ({
+  organization_id: target.organizationId,
+  owner: target.owner,
+  name: target.name,
+  head_sha: target.headSha,
+  idempotency_key: `github.check_run:${key}`,
+  external_id: reviewCheckId(target.runId),
+  check_name: REVIEW_CHECK_NAME,
+  ...(check.conclusion === undefined ? {} : { conclusion: check.conclusion }),
+  title: check.title,
+  summary: check.summary
+})
 
 /** The HTTP status a provider's error message carries (`APIError (HTTP 429): ...`), if any. */
 export const httpStatusOf = (message: string): number | null => {

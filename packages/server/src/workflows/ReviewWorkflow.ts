@@ -59,13 +59,7 @@ import {
   reviewEffectKey,
   reviewMarker
 } from "../review/ReviewDelivery.ts"
-import {
-  failureCheck,
-  inProgressCheck,
-  REVIEW_CHECK_NAME,
-  reviewCheckId,
-  supersededCheck
-} from "../review/ReviewFailure.ts"
+import { failureCheck, inProgressCheck, reviewCheckRun, supersededCheck } from "../review/ReviewFailure.ts"
 import { reviewInstructions, reviewPrompt } from "../review/ReviewInstructions.ts"
 import { checkSummary, commentBody, coverageOf, planReview, type ReviewPlan, reviewBody } from "../review/ReviewPlan.ts"
 import { pathExclusion } from "../review/ReviewPolicy.ts"
@@ -157,32 +151,29 @@ export const reviewWorkflow = Effect.gen(function* () {
     }
   })
 
+  /** The run's check run as a target of `reviewCheckRun`. */
+  const checkTarget = (runId: string, subject: { readonly pr: PullRef; readonly headSha: string }) => ({
+    organizationId: subject.pr.organizationId,
+    owner: subject.pr.repository.owner,
+    name: subject.pr.repository.name,
+    headSha: subject.headSha,
+    runId
+  })
+
   /** Writes the run's check run in a state (its own outbox row, posted by `bosun-effects`). */
   const recordCheck = (
-    organizationId: string,
+    runId: string,
     subject: { readonly pr: PullRef; readonly headSha: string },
-    key: string,
-    check: {
-      readonly externalId: string
-      readonly conclusion?: CheckRun["conclusion"]
-      readonly title: string
-      readonly summary: string
-    }
+    state: string,
+    check: { readonly conclusion?: CheckRun["conclusion"]; readonly title: string; readonly summary: string }
   ) =>
     outbox
       .transaction(
-        outbox.write("bosun-effects", GITHUB_CHECK_RUN, {
-          organization_id: organizationId,
-          owner: subject.pr.repository.owner,
-          name: subject.pr.repository.name,
-          head_sha: subject.headSha,
-          idempotency_key: `github.check_run:${key}`,
-          external_id: check.externalId,
-          check_name: REVIEW_CHECK_NAME,
-          ...(check.conclusion === undefined ? {} : { conclusion: check.conclusion }),
-          title: check.title,
-          summary: check.summary
-        } satisfies CheckRun)
+        outbox.write(
+          "bosun-effects",
+          GITHUB_CHECK_RUN,
+          reviewCheckRun(checkTarget(runId, subject), `${state}:${runId}`, check)
+        )
       )
       .pipe(
         Effect.mapError((error) => fail("check_run_unrecorded", error.message, true)),
@@ -230,10 +221,7 @@ export const reviewWorkflow = Effect.gen(function* () {
           CHECKOUT
         ])
         // The pull request shows the review started; the same check run ends with its outcome.
-        yield* recordCheck(run.organizationId, subject, `in_progress:${run.runId}`, {
-          externalId: reviewCheckId(run.runId),
-          ...inProgressCheck(subject.headSha)
-        })
+        yield* recordCheck(run.runId, subject, "in_progress", inProgressCheck(subject.headSha))
         const request: RunRequest = {
           run_id: run.runId,
           attempt_id: run.attemptId,
@@ -311,9 +299,8 @@ export const reviewWorkflow = Effect.gen(function* () {
           yield* Effect.logInfo("review_superseded").pipe(
             Effect.annotateLogs({ run_id: run.runId, head_sha: subject.headSha, now_head_sha: details.headSha })
           )
-          return yield* recordCheck(run.organizationId, subject, `superseded:${run.runId}`, {
+          return yield* recordCheck(run.runId, subject, "superseded", {
             conclusion: "neutral",
-            externalId: reviewCheckId(run.runId),
             ...supersededCheck(subject.headSha, details.headSha)
           })
         }
@@ -448,18 +435,11 @@ export const reviewWorkflow = Effect.gen(function* () {
       const subject = yield* subjectOf(report.run)
       const slug = Option.getOrElse(yield* apps.slug(report.run.organizationId), () => "bosun")
       const { title, summary } = failureCheck(report, slug)
-      const check: CheckRun = {
-        organization_id: report.run.organizationId,
-        owner: subject.pr.repository.owner,
-        name: subject.pr.repository.name,
-        head_sha: subject.headSha,
-        idempotency_key: `github.check_run:failed:${report.run.runId}`,
-        external_id: reviewCheckId(report.run.runId),
-        check_name: REVIEW_CHECK_NAME,
+      const check = reviewCheckRun(checkTarget(report.run.runId, subject), `failed:${report.run.runId}`, {
         conclusion: "failure",
         title,
         summary
-      }
+      })
       yield* outbox
         .transaction(
           Effect.andThen(
