@@ -5,7 +5,8 @@
  * 1. **Overhead per review**: BENCH_PRS pull requests (default 200, after 3 sequential warm-ups),
  *    their signed `pull_request` opened deliveries sent at BENCH_REVIEW_RATE per second (default 2,
  *    open loop) to the real server process, which verifies and records each, queues a `review` run
- *    from its inbox, and runs it (prepare against the fake GitHub, the runtime, publish) on the
+ *    from its inbox, and runs it (prepare against the fake GitHub, the runtime, publish, then the
+ *    review's delivery on `bosun-effects`, which POSTs it) on the
  *    real runtime process with a CUSTOM profile, `fixed`, a shell script that writes the same
  *    `review.json` at once (a summary and two findings on lines of every pull request's diff, so
  *    the review carries two inline comments). t0 is just before the delivery is sent; t1 is when
@@ -361,6 +362,9 @@ const setUp = async () => {
       BOSUN_RUNNER_PORT: String(await Effect.runPromise(freePort)),
       BOSUN_BOOTSTRAP_TOKEN: bootstrapToken,
       BOSUN_GITHUB_API_URL: fake.apiUrl,
+      // The fake GitHub sets no secondary rate limit: writes are not paced a second apart, so the
+      // figures are the control plane's, not GitHub's guidance.
+      BOSUN_GITHUB_WRITE_INTERVAL: "0 millis",
       BOSUN_RUNTIME_URL: runtime.base,
       BOSUN_RUNTIME_TOKEN: TOKEN,
       BOSUN_REVIEW_AGENT_PROFILE: PROFILE,
