@@ -20,13 +20,20 @@ const oneLine = (text: string) => text.replace(/\s*\n\s*/g, " | ").slice(-600)
 
 const firstLine = (text: string) => text.split("\n")[0] ?? text
 
+/** A ServeError carries its reason (e.g. `listen EADDRINUSE …`) in its cause, not its message. */
+const serveReason = (error: object): string => {
+  const cause = "cause" in error ? error.cause : undefined
+  if (cause instanceof Error && cause.message !== "") return cause.message
+  return "message" in error && typeof error.message === "string" && error.message !== "" ? error.message : "unknown"
+}
+
 export const describeStartupFailure = (cause: Cause.Cause<unknown>): string => {
   const failure = cause.reasons.find(Cause.isFailReason)
   const error: unknown = failure ? failure.error : cause.reasons.find(Cause.isDieReason)?.defect
   if (error instanceof Config.ConfigError) return describeConfigError(error)
   if (typeof error === "object" && error !== null && "_tag" in error) {
     const tagged = error as { readonly _tag: string; readonly message?: unknown; readonly reason?: unknown }
-    if (tagged._tag === "ServeError") return `cannot start the HTTP server: ${firstLine(String(tagged.message ?? ""))}`
+    if (tagged._tag === "ServeError") return `cannot start the HTTP server: ${firstLine(serveReason(error))}`
     if (tagged._tag === "EmbeddedPostgresError") return `embedded Postgres: ${oneLine(String(tagged.message))}`
     if (tagged._tag === "SqlError") return `database: ${firstLine(String(tagged.message))}`
     if (typeof tagged.message === "string") return firstLine(tagged.message)

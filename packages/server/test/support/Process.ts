@@ -37,7 +37,11 @@ export const cleanEnv = (env: Record<string, string>): NodeJS.ProcessEnv => {
 export const spawnServer = (env: Record<string, string>, script: string = mainScript) =>
   Effect.acquireRelease(
     Effect.gen(function* () {
-      const runnerPort = yield* Effect.orDie(freePort)
+      // Two free-port probes in a row may return the same port: the runner's must not be one the
+      // caller already chose for this server.
+      const taken = new Set(Object.values(env))
+      let runnerPort = yield* Effect.orDie(freePort)
+      while (taken.has(String(runnerPort))) runnerPort = yield* Effect.orDie(freePort)
       const child = spawn(process.execPath, [script], {
         env: cleanEnv({ BOSUN_EMBEDDED_RUNTIME_PORT: "0", BOSUN_RUNNER_PORT: String(runnerPort), ...env }),
         stdio: ["ignore", "pipe", "pipe"]
