@@ -137,3 +137,19 @@ export const AgentImport = Schema.StructWithRest(
   }),
   [Schema.Record(Schema.String, Schema.Unknown)]
 )
+
+/**
+ * One minimal agent turn with a scope's credentials and the model in force (the "Test" of an
+ * agent connection, and `bosun doctor`'s model check): whether the model answered, which model,
+ * and the provider's own error when it did not.
+ */
+export const ModelTurnResult = Schema.Struct({
+  ok: Schema.Boolean,
+  /** `provider/model`; empty when no model could be chosen. */
+  model: Schema.String,
+  /** One line: the model's answer, or what failed in the provider's own words. */
+  message: Schema.String,
+  tested_at: Schema.String,
+  duration_ms: Schema.Int
+})
+export type ModelTurnResult = typeof ModelTurnResult.Type

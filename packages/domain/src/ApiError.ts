@@ -139,5 +139,17 @@ export const ErrorCodes = {
   /** Slack refused the bot token (400). */
   slackTokenInvalid: "slack_token_invalid",
   /** Slack could not be reached or failed (502). */
-  slackUnavailable: "slack_unavailable"
+  slackUnavailable: "slack_unavailable",
+  /** No model catalog has been discovered for the agent credentials in force (409). */
+  modelCatalogUnavailable: "model_catalog_unavailable",
+  /** The model is not in the catalog of the credentials in force (400; the message lists close matches). */
+  unknownModel: "unknown_model",
+  /** The model variant is not one the catalog lists for the model (400). */
+  unknownModelVariant: "unknown_model_variant",
+  /** The catalog says the model does not reason, so it takes no reasoning effort (400). */
+  reasoningNotSupported: "reasoning_not_supported",
+  /** A field that belongs to one level only (a repository's secondary repositories) set at the other (400). */
+  invalidConfigurationField: "invalid_configuration_field",
+  /** An MCP header sent as null (keep) that has no stored value (400). */
+  mcpHeaderUnknown: "mcp_header_unknown"
 } as const

@@ -32,7 +32,9 @@ export const Strictness = Schema.Literals(["LOW", "MEDIUM", "HIGH"])
 export const AgentBehavior = Schema.Literals(["DEFAULT", "CUSTOM"])
 export const DesignStyle = Schema.Literals(["DEFAULT", "CUSTOM"])
 export const SpeedMode = Schema.Literals(["STANDARD", "FAST"])
-export const ConfigurationSource = Schema.Literals(["DEFAULT", "ORGANIZATION", "REPOSITORY"])
+/** Where a group's values come from; FILE is the repository's `.bosun.yaml` on its default branch. */
+export const ConfigurationSource = Schema.Literals(["DEFAULT", "ORGANIZATION", "REPOSITORY", "FILE"])
+export type ConfigurationSource = typeof ConfigurationSource.Type
 
 export const CONFIGURATION_GROUPS = ["agent", "instructions", "mcp", "review_policy", "sandbox", "skills"] as const
 export type ConfigurationGroup = (typeof CONFIGURATION_GROUPS)[number]
@@ -69,7 +71,38 @@ export const Glob = Schema.String.check(
   )
 )
 
-const Login = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(39))
+export const Login = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(39))
+
+/** The longest instruction text Bosun takes (custom instructions, guidance, a path instruction). */
+export const MAX_INSTRUCTION_LENGTH = 20_000
+
+/** Free text handed to the agent: at most `MAX_INSTRUCTION_LENGTH` characters. */
+export const Instruction = Schema.String.check(Schema.isMaxLength(MAX_INSTRUCTION_LENGTH))
+
+/** One glob and the instruction for the files it matches (the CodeRabbit / PR-Agent convention). */
+export const PathInstruction = Schema.Struct({
+  path: Glob,
+  instructions: Instruction.check(Schema.isMinLength(1))
+})
+export type PathInstruction = typeof PathInstruction.Type
+
+/** An MCP server as the read form shows it: its headers' names, never their values. */
+export const McpServerView = Schema.Struct({
+  name: Schema.String,
+  url: Schema.String,
+  header_names: Schema.Array(Schema.String)
+})
+export type McpServerView = typeof McpServerView.Type
+
+export const SkillName = Schema.String.check(Schema.isPattern(/^[a-z0-9][a-z0-9._-]{0,63}$/))
+
+/** A skill the agent may load: its SKILL.md body (the agent CLIs' own skill format). */
+export const SkillInput = Schema.Struct({
+  name: SkillName,
+  description: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(1024))),
+  content: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(100_000))
+})
+export type SkillInput = typeof SkillInput.Type
 
 /** review_policy as PUT takes it (without `guidance`). */
 export const ReviewPolicyInput = Schema.Struct({
@@ -87,6 +120,18 @@ export const ReviewPolicyInput = Schema.Struct({
 
 export const ReviewPolicy = Schema.Struct({ ...ReviewPolicyInput.fields, guidance: Schema.String })
 export type ReviewPolicy = typeof ReviewPolicy.Type
+
+export const ConfigFileStatus = Schema.Struct({
+  path: Schema.String,
+  /** The branch it was read from: the repository's default branch, never a pull request's head. */
+  ref: Schema.String,
+  /** Whether the branch has the file. */
+  found: Schema.Boolean,
+  read_at: Schema.String,
+  /** Why the file is ignored (it does not parse or match its schema), with its line; null when it applies. */
+  error: Schema.NullOr(Schema.String)
+})
+export type ConfigFileStatus = typeof ConfigFileStatus.Type
 
 const Flags = Schema.Struct({
   agent: Schema.Boolean,
@@ -118,32 +163,25 @@ export const RepositoryConfiguration = Schema.Struct({
   design_style: DesignStyle,
   design_style_custom: Schema.String,
   issue_pull_request_mode: IssuePullRequestMode,
-  mcp_servers: Schema.Array(Schema.Unknown),
+  mcp_servers: Schema.Array(McpServerView),
   model: Schema.String,
   model_variant: Schema.String,
   overrides: Flags,
+  /** From `.bosun.yaml` only: instructions for the files a glob matches. */
+  path_instructions: Schema.Array(PathInstruction),
   pull_request_template_path: Schema.String,
   reasoning_effort: Schema.String,
   review_policy: ReviewPolicy,
   sandbox_config: Schema.Record(Schema.String, Schema.Unknown),
   sandbox_provider: SandboxProvider,
   secondary_repository_ids: Schema.Array(Schema.String),
-  skills: Schema.Array(Schema.Unknown),
+  skills: Schema.Array(SkillInput),
   sources: Sources,
-  speed_mode: SpeedMode
+  speed_mode: SpeedMode,
+  /** The repository's `.bosun.yaml` as Bosun last read it (null at the organization level, or never read). */
+  config_file: Schema.NullOr(ConfigFileStatus)
 })
 export type RepositoryConfiguration = typeof RepositoryConfiguration.Type
-
-/** The body of `PUT .../configuration`: the spec's six fields, all required. */
-export const RepositoryConfigurationUpdate = Schema.Struct({
-  agent_provider: AgentProvider,
-  automatic_pr_description: AutomaticPrDescription,
-  issue_pull_request_mode: IssuePullRequestMode,
-  review_policy: ReviewPolicyInput,
-  sandbox_config: Schema.Record(Schema.String, Schema.Unknown),
-  sandbox_provider: SandboxProvider
-})
-export type RepositoryConfigurationUpdate = typeof RepositoryConfigurationUpdate.Type
 
 /** Bosun's defaults: what a group is when neither the organization nor the repository set it. */
 export const DEFAULT_CONFIGURATION = {

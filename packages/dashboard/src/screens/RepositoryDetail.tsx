@@ -17,7 +17,7 @@ import {
   IssuePullRequestMode,
   type Repository,
   type RepositoryConfiguration,
-  type RepositoryConfigurationUpdate,
+  type ConfigurationUpdate,
   SandboxProvider,
   Strictness
 } from "@bosun/domain"
@@ -178,7 +178,7 @@ const draftOf = (configuration: RepositoryConfiguration): Draft => ({
 })
 
 /** The PUT body, or what is wrong with the form (checked here so the admin is told before a round trip). */
-const updateOf = (draft: Draft): RepositoryConfigurationUpdate | string => {
+const updateOf = (draft: Draft): ConfigurationUpdate | string => {
   let sandboxConfig: unknown
   try {
     sandboxConfig = JSON.parse(draft.sandbox_config.trim() === "" ? "{}" : draft.sandbox_config)

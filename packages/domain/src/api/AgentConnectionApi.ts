@@ -6,12 +6,23 @@
  * `GET .../opencode-connection/usage/{provider_id}` (not in the spec; members) answers what the
  * provider reports about the organization's key for it, through the organization's UsageCache:
  * 404 without a key for that provider or when the provider reports no usage, 502 when it fails.
+ * `POST .../opencode-connection/test` (ADMIN) runs one minimal agent turn with the credentials and
+ * model in force and records it; `GET` of the same path answers the last one (null before any).
+ * `GET /organizations/{organization_id}/setup` (members) is the first-day checklist.
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
-import { AgentConnection, AgentConnectionWrite, AgentImport, ApiKeyUpdate, ProviderUsage } from "../AgentConnection.ts"
+import {
+  AgentConnection,
+  AgentConnectionWrite,
+  AgentImport,
+  ApiKeyUpdate,
+  ModelTurnResult,
+  ProviderUsage
+} from "../AgentConnection.ts"
 import { BadGateway, Forbidden, NotFound } from "../ApiError.ts"
 import { PathId, ProviderId } from "../Ids.ts"
+import { SetupChecklist } from "../Setup.ts"
 import { SessionAuth } from "./Auth.ts"
 
 const query = { repository_id: Schema.optional(PathId) }
@@ -42,6 +53,23 @@ export class AgentConnectionApi extends HttpApiGroup.make("agentConnection")
       params: { organization_id: PathId, provider_id: ProviderId },
       success: Schema.Struct({ data: ProviderUsage }),
       error: [NotFound, BadGateway]
+    }),
+    HttpApiEndpoint.post("test", "/organizations/:organization_id/opencode-connection/test", {
+      params: { organization_id: PathId },
+      query,
+      success: Schema.Struct({ data: ModelTurnResult }),
+      error: [NotFound, Forbidden]
+    }),
+    HttpApiEndpoint.get("lastTest", "/organizations/:organization_id/opencode-connection/test", {
+      params: { organization_id: PathId },
+      query,
+      success: Schema.Struct({ data: Schema.NullOr(ModelTurnResult) }),
+      error: NotFound
+    }),
+    HttpApiEndpoint.get("setup", "/organizations/:organization_id/setup", {
+      params: { organization_id: PathId },
+      success: Schema.Struct({ data: SetupChecklist }),
+      error: NotFound
     })
   )
   .middleware(SessionAuth)

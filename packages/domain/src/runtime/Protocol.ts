@@ -67,7 +67,8 @@ export const McpServer = Schema.Struct({
 })
 
 export const Skill = Schema.Struct({
-  name: Schema.String.check(Schema.isPattern(/^[a-z0-9][a-z0-9_-]{0,63}$/)),
+  /** The skill's directory name under the agent's skills folder. */
+  name: Schema.String.check(Schema.isPattern(/^[a-z0-9][a-z0-9._-]{0,63}$/)),
   content: Schema.String.check(Schema.isMaxLength(200_000))
 })
 

@@ -25,6 +25,7 @@ export const SealedColumns: ReadonlyArray<SealedColumn> = [
   { table: "slack_connections", column: "signing_secret", idColumn: "organization_id" },
   { table: "organization_secrets", column: "value", idColumn: "id" },
   { table: "agent_connections", column: "auth", idColumn: "id" },
+  { table: "mcp_server_secrets", column: "headers", idColumn: "id" },
   { table: "device_authorizations", column: "device_code", idColumn: "id" },
   { table: "device_authorizations", column: "access_token", idColumn: "id" },
   { table: "device_authorizations", column: "refresh_token", idColumn: "id" }

@@ -7,6 +7,9 @@
  * queues a catalog discovery run in its transaction and wakes the Scheduler after the commit.
  * `usage/{provider_id}` asks the organization's UsageCache entity (60 s TTL, single-flight) what
  * the provider reports about the organization's key; its failure reasons map to 404 and 502.
+ * `test` (ADMIN, audited) runs one minimal agent turn with the credentials and model in force and
+ * answers its result, passed or not (a failed turn is a result, not an error); `setup` is the
+ * organization's first-day checklist.
  */
 
 import { lookupUsage } from "@bosun/actors/coordination/UsageCache"
@@ -15,6 +18,7 @@ import { BadGateway, BosunApi, CurrentUser, ErrorCodes, NotFound } from "@bosun/
 import { Effect, Option } from "effect"
 import { Sharding } from "effect/cluster"
 import { SqlClient } from "effect/sql"
+import { makeConnectionTest } from "../configuration/ConnectionTest.ts"
 import { AgentConnectionsRepo, type ProviderCredentials } from "../persistence/AgentConnectionsRepo.ts"
 import { AuditLog } from "../persistence/AuditLog.ts"
 import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
@@ -32,6 +36,7 @@ export const AgentConnectionHttp = group(
     const sql = yield* SqlClient.SqlClient
     const sharding = yield* Sharding.Sharding
     const wake = Effect.provideService(wakeScheduler, Sharding.Sharding, sharding)
+    const tests = yield* makeConnectionTest
 
     const requireRepository = (organizationId: string, repositoryId: string | undefined) =>
       repositoryId === undefined
@@ -118,5 +123,39 @@ export const AgentConnectionHttp = group(
           (connection) => ({ data: { connection, excluded_sections: excluded } })
         )
       })
+      .handle("test", ({ params, query }) =>
+        Effect.gen(function* () {
+          yield* access.require(params.organization_id, "ADMIN")
+          yield* requireRepository(params.organization_id, query.repository_id)
+          const user = yield* CurrentUser
+          const result = yield* tests.run(params.organization_id, query.repository_id ?? null)
+          yield* audit
+            .record({
+              organizationId: params.organization_id,
+              actor: { kind: "user", userId: user.userId },
+              action: "agent_connection.test",
+              target:
+                query.repository_id === undefined
+                  ? `organization:${params.organization_id}`
+                  : `repository:${query.repository_id}`,
+              details: { model: result.model, ok: result.ok }
+            })
+            .pipe(Effect.orDie)
+          return { data: result }
+        })
+      )
+      .handle("lastTest", ({ params, query }) =>
+        Effect.gen(function* () {
+          yield* access.member(params.organization_id)
+          yield* requireRepository(params.organization_id, query.repository_id)
+          return { data: yield* tests.last(params.organization_id, query.repository_id ?? null) }
+        })
+      )
+      .handle("setup", ({ params }) =>
+        Effect.gen(function* () {
+          yield* access.member(params.organization_id)
+          return { data: yield* tests.checklist(params.organization_id) }
+        })
+      )
   })
 )

@@ -1,8 +1,10 @@
 /**
- * `GET /api/v1/instance`: the name and version of this instance.
+ * `GET /api/v1/instance`: the name and version of this instance; `GET /api/v1/schemas/bosun-config.json`:
+ * the JSON Schema of `.bosun.yaml`.
  */
-import { BosunApi } from "@bosun/domain"
-import { Effect } from "effect"
+import { BosunApi, bosunConfigJsonSchema } from "@bosun/domain"
+import { Effect, Option } from "effect"
+import { AppConfig } from "../config/AppConfig.ts"
 import { BOSUN_VERSION } from "../Version.ts"
 import { group } from "./ApiGroup.ts"
 
@@ -10,7 +12,20 @@ export const InstanceHttp = group(
   BosunApi,
   "instance",
   Effect.fn(function* (handlers) {
-    const info = { data: { name: "bosun" as const, version: BOSUN_VERSION, api_version: "v1" as const } }
-    return handlers.handle("info", () => Effect.succeed(info))
+    const { sandboxes } = yield* AppConfig
+    const info = {
+      data: {
+        name: "bosun" as const,
+        version: BOSUN_VERSION,
+        api_version: "v1" as const,
+        sandbox_providers: [
+          "EXTERNAL_RUNTIME" as const,
+          ...(Option.isSome(sandboxes.hostedSandbox) ? ["HOSTED_SANDBOX" as const] : []),
+          ...(Option.isSome(sandboxes.platformContainer) ? ["PLATFORM_CONTAINER" as const] : [])
+        ]
+      }
+    }
+    const schema = bosunConfigJsonSchema as Record<string, unknown>
+    return handlers.handle("info", () => Effect.succeed(info)).handle("bosunConfigSchema", () => Effect.succeed(schema))
   })
 )

@@ -208,11 +208,15 @@ const location = (finding: ReviewFinding) =>
 const listed = (findings: ReadonlyArray<PlacedFinding>) =>
   findings.map((finding) => `- **${finding.severity}** ${location(finding)} — ${finding.title}`).join("\n")
 
-/** The review's body: the agent's summary, the coverage line, and the findings not posted inline. */
-export const reviewBody = (summary: string, plan: ReviewPlan): string => {
+/**
+ * The review's body: the agent's summary, the coverage line, why the repository's `.bosun.yaml`
+ * was ignored (when it was), and the findings not posted inline.
+ */
+export const reviewBody = (summary: string, plan: ReviewPlan, configFileError: string | null = null): string => {
   const outside = plan.findings.filter((finding) => finding.placement === "OUTSIDE_DIFF")
   const overflow = plan.findings.filter((finding) => finding.placement === "OVERFLOW")
   const parts = [summary.trim(), `_${coverageLine(plan.coverage)}_`]
+  if (configFileError !== null) parts.push(`> [!WARNING]\n> ${configFileError.replace(/\n/g, " ")}`)
   if (plan.coverage.reviewed.length === 0) {
     parts.push("No changed file could be reviewed, so this review says nothing about the code.")
   }

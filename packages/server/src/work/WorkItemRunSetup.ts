@@ -16,6 +16,7 @@ import type { Repository, RepositoryConfiguration, RunRepository, RunRequest } f
 import { Effect, Option, Redacted, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/AppConfig.ts"
+import { makeRunSettings, type RunSettings, teamInstructions } from "../configuration/RunSettings.ts"
 import { AgentConnectionsRepo } from "../persistence/AgentConnectionsRepo.ts"
 import { ConfigurationRepo } from "../persistence/ConfigurationRepo.ts"
 import { MemoriesRepo } from "../persistence/MemoriesRepo.ts"
@@ -39,31 +40,39 @@ const Input = Schema.Struct({
 export const fullName = (repository: Repository) => `${repository.owner}/${repository.name}`
 
 /**
- * The request of a work-item run as the attempt takes it: what every such run shares (the agent
- * and model of the configuration, no MCP servers or skills, the STRICT egress tier, credentials
- * inline) around what the run itself says, on a standard-2 sandbox of the configured provider.
+ * The request of a work-item run as the attempt takes it: what every such run shares (the agent,
+ * model, MCP servers and skills of the configuration, the team's instructions after the run's
+ * own, the STRICT egress tier, credentials inline) around what the run itself says, on a
+ * standard-2 sandbox of the configured provider.
  */
 export const workItemAttempt = (
-  configuration: RepositoryConfiguration,
+  settings: RunSettings,
   run: Pick<AttemptRun, "runId" | "attemptId">,
   own: Pick<RunRequest, "prompt" | "instructions" | "repositories" | "time_limit_seconds" | "provider_credentials">
-): PreparedAttempt => ({
-  request: {
-    run_id: run.runId,
-    attempt_id: run.attemptId,
-    agent: { kind: configuration.agent_provider },
-    model: configuration.model === "" ? "default" : configuration.model,
-    mcp_servers: [],
-    skills: [],
-    egress_tier: "STRICT",
-    credential_mode: "INLINE",
-    ...own
-  },
-  sandbox: { provider: configuration.sandbox_provider, instanceClass: "standard-2", egressTier: "STRICT" },
-  grants: [],
-  model: configuration.model === "" ? null : configuration.model,
-  provider: configuration.agent_provider
-})
+): PreparedAttempt => {
+  const { configuration } = settings
+  const team = teamInstructions(configuration)
+  const instructions = [own.instructions, team].filter((part) => part !== undefined && part !== null).join("\n\n")
+  return {
+    request: {
+      run_id: run.runId,
+      attempt_id: run.attemptId,
+      agent: { kind: configuration.agent_provider },
+      model: settings.model,
+      ...(settings.reasoningEffort === undefined ? {} : { reasoning_effort: settings.reasoningEffort }),
+      mcp_servers: settings.mcpServers,
+      skills: settings.skills,
+      egress_tier: "STRICT",
+      credential_mode: "INLINE",
+      ...own,
+      ...(instructions === "" ? {} : { instructions })
+    },
+    sandbox: { provider: configuration.sandbox_provider, instanceClass: "standard-2", egressTier: "STRICT" },
+    grants: [],
+    model: settings.model,
+    provider: configuration.agent_provider
+  }
+}
 
 export const makeWorkItemRunSetup = Effect.gen(function* () {
   const config = yield* AppConfig
@@ -75,6 +84,7 @@ export const makeWorkItemRunSetup = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const memories = yield* MemoriesRepo
   const { secondaryCheckouts } = yield* makeSecondaryCheckouts
+  const runSettings = yield* makeRunSettings
 
   const itemOf = Effect.fnUntraced(function* (run: Pick<AttemptRun, "organizationId" | "inputSnapshot">) {
     const input = yield* Schema.decodeUnknownEffect(Input)(run.inputSnapshot).pipe(
@@ -87,7 +97,7 @@ export const makeWorkItemRunSetup = Effect.gen(function* () {
 
   /** The effective configuration and the agent's credentials for the run's repository (or the organization). */
   const agentOf = Effect.fnUntraced(function* (run: Pick<AttemptRun, "organizationId" | "repositoryId">) {
-    const configuration: RepositoryConfiguration = yield* configurations.effective(run.organizationId, run.repositoryId)
+    const configuration = yield* configurations.effective(run.organizationId, run.repositoryId)
     if (configuration.sandbox_provider === "PLATFORM_CONTAINER") {
       return yield* fail(
         "credential_injection_unsupported",
@@ -103,7 +113,8 @@ export const makeWorkItemRunSetup = Effect.gen(function* () {
         "No agent connection of this organization or repository has provider credentials"
       )
     }
-    return { configuration, credentials: scope.value.credentials }
+    const settings = yield* runSettings.forRun(run.organizationId, run.repositoryId)
+    return { configuration: settings.configuration, credentials: scope.value.credentials, settings }
   })
 
   /**

@@ -109,7 +109,8 @@ export const catalogDiscoveryWorkflow = Effect.gen(function* () {
           agent: { kind: configuration.agent_provider },
           task: "CATALOG",
           // The configured model, when there is one, is declared to its provider as a run would.
-          model: configuration.model === "" ? "default" : configuration.model,
+          // A listing calls no model, so without one the field (the protocol requires it) names the task.
+          model: configuration.model === "" ? "catalog/listing" : configuration.model,
           prompt: "List the providers and models this agent offers with these credentials.",
           repositories: [],
           mcp_servers: [],

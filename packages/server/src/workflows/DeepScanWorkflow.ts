@@ -51,13 +51,13 @@ export const deepScanWorkflow = Effect.gen(function* () {
     prepare: (run) =>
       Effect.gen(function* () {
         const { scan, repository } = yield* scanOf(run)
-        const { configuration, credentials } = yield* agentOf(run)
+        const { configuration, credentials, settings } = yield* agentOf(run)
         const checkout = yield* checkoutOf(run.organizationId, repository, scan.headSha)
         const suppressed = yield* findings.suppressions(run.organizationId, repository.id)
         const attempt = yield* withSecondaryRepositories(
           run.organizationId,
           configuration,
-          workItemAttempt(configuration, run, {
+          workItemAttempt(settings, run, {
             prompt: deepScanPrompt({
               repository: fullName(repository),
               headSha: scan.headSha,

@@ -84,12 +84,12 @@ export const memoryDistillWorkflow = Effect.gen(function* () {
     prepare: (run) =>
       Effect.gen(function* () {
         const { input, repository } = yield* subjectOf(run)
-        const { configuration, credentials } = yield* agentOf(run)
+        const { credentials, settings } = yield* agentOf(run)
         const existing = (yield* memories.list(run.organizationId)).filter(
           (memory) =>
             memory.lifecycle !== "ARCHIVED" && (memory.repository_id === null || memory.repository_id === repository.id)
         )
-        return workItemAttempt(configuration, run, {
+        return workItemAttempt(settings, run, {
           prompt: memoryDistillPrompt(
             {
               repository: fullName(repository),

@@ -33,10 +33,13 @@
  * connection does not record yet.
  */
 import { AttemptError, type WorkflowType } from "@bosun/actors/attempt/AttemptPorts"
-import { REVIEW_OUTPUT_PATH, ReviewOutput, type RunRequest } from "@bosun/domain"
+import { REVIEW_OUTPUT_PATH, type RepositoryConfiguration, ReviewOutput, type RunRequest } from "@bosun/domain"
 import { Effect, Option, Redacted, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/AppConfig.ts"
+import { pathInstructionsFor, renderPathInstructions } from "../configuration/BosunConfigFile.ts"
+import { makeConfigFileReader } from "../configuration/ConfigFileReader.ts"
+import { makeRunSettings } from "../configuration/RunSettings.ts"
 import { makeContextDiscovery } from "../context/ContextDiscovery.ts"
 import { type CheckRun, GITHUB_CHECK_RUN } from "../github/GithubEffects.ts"
 import { AgentConnectionsRepo } from "../persistence/AgentConnectionsRepo.ts"
@@ -61,7 +64,15 @@ import {
 } from "../review/ReviewDelivery.ts"
 import { failureCheck, inProgressCheck, reviewCheckRun, supersededCheck } from "../review/ReviewFailure.ts"
 import { reviewInstructions, reviewPrompt } from "../review/ReviewInstructions.ts"
-import { checkSummary, commentBody, coverageOf, planReview, type ReviewPlan, reviewBody } from "../review/ReviewPlan.ts"
+import {
+  type Coverage,
+  checkSummary,
+  commentBody,
+  coverageOf,
+  planReview,
+  type ReviewPlan,
+  reviewBody
+} from "../review/ReviewPlan.ts"
 import { pathExclusion } from "../review/ReviewPolicy.ts"
 import { Outbox } from "../storage/Outbox.ts"
 import { cloneUrl, makeSecondaryCheckouts } from "../work/Checkouts.ts"
@@ -107,6 +118,15 @@ export const memoryEffectsOf = (plan: ReviewPlan, output: ReviewOutput): Readonl
   )
 ]
 
+/** The `.bosun.yaml` path instructions for the files under review, as a prompt section (none when none match). */
+const pathNotes = (entries: RepositoryConfiguration["path_instructions"], coverage: Coverage) => {
+  const matches = pathInstructionsFor(
+    coverage.reviewed.map((file) => file.path),
+    entries
+  )
+  return matches.length === 0 ? [] : [renderPathInstructions(matches)]
+}
+
 export const reviewWorkflow = Effect.gen(function* () {
   const config = yield* AppConfig
   const sql = yield* SqlClient.SqlClient
@@ -122,6 +142,8 @@ export const reviewWorkflow = Effect.gen(function* () {
   const pullRequests = yield* PullRequestsRepo
   const outbox = yield* Outbox
   const { secondaryCheckouts } = yield* makeSecondaryCheckouts
+  const runSettings = yield* makeRunSettings
+  const configFiles = yield* makeConfigFileReader
   const discovery = yield* makeContextDiscovery
 
   const subjectOf = Effect.fnUntraced(function* (run: {
@@ -187,6 +209,8 @@ export const reviewWorkflow = Effect.gen(function* () {
     prepare: (run) =>
       Effect.gen(function* () {
         const subject = yield* subjectOf(run)
+        // The repository's own file first: the configuration below overlays what it says.
+        yield* Effect.mapError(configFiles.refresh(run.organizationId, subject.repository), fromGithub)
         const configuration = yield* configurations.effective(run.organizationId, subject.repositoryId)
         if (configuration.sandbox_provider === "PLATFORM_CONTAINER") {
           return yield* fail(
@@ -207,6 +231,7 @@ export const reviewWorkflow = Effect.gen(function* () {
             "No agent connection of this organization or repository has provider credentials"
           )
         }
+        const settings = yield* runSettings.forRun(run.organizationId, subject.repositoryId)
         const token = yield* Effect.mapError(
           app.installationToken(run.organizationId, subject.pr.repository),
           fromGithub
@@ -229,7 +254,8 @@ export const reviewWorkflow = Effect.gen(function* () {
             onNone: () => ({ kind: configuration.agent_provider }),
             onSome: (profile) => ({ kind: "CUSTOM" as const, profile })
           }),
-          model: configuration.model === "" ? "default" : configuration.model,
+          model: settings.model,
+          ...(settings.reasoningEffort === undefined ? {} : { reasoning_effort: settings.reasoningEffort }),
           prompt: [
             reviewPrompt(
               {
@@ -242,7 +268,8 @@ export const reviewWorkflow = Effect.gen(function* () {
               },
               coverage
             ),
-            ...(secondary.note === null ? [] : [secondary.note])
+            ...(secondary.note === null ? [] : [secondary.note]),
+            ...pathNotes(configuration.path_instructions, coverage)
           ].join("\n\n"),
           instructions: reviewInstructions({
             policy,
@@ -265,8 +292,8 @@ export const reviewWorkflow = Effect.gen(function* () {
             },
             ...secondary.repositories
           ],
-          mcp_servers: [],
-          skills: [],
+          mcp_servers: settings.mcpServers,
+          skills: settings.skills,
           egress_tier: "STRICT",
           time_limit_seconds: REVIEW_TIME_LIMIT_SECONDS,
           credential_mode: "INLINE",
@@ -280,7 +307,7 @@ export const reviewWorkflow = Effect.gen(function* () {
             egressTier: "STRICT" as const
           },
           grants: [],
-          model: configuration.model === "" ? null : configuration.model,
+          model: settings.model,
           // What actually runs the review: the operator's review profile when one is set.
           provider: Option.match(config.runtime.reviewAgentProfile, {
             onNone: () => configuration.agent_provider,
@@ -332,7 +359,7 @@ export const reviewWorkflow = Effect.gen(function* () {
         })
         const request: ReviewEffectRequest = {
           commit_id: subject.headSha,
-          body: `${reviewBody(output.summary, plan)}\n\n${reviewMarker(run.runId)}`,
+          body: `${reviewBody(output.summary, plan, configuration.config_file?.error ?? null)}\n\n${reviewMarker(run.runId)}`,
           comments: plan.findings
             .filter((finding) => finding.placement === "INLINE")
             .map((finding) => ({

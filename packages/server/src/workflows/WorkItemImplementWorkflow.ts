@@ -100,7 +100,7 @@ export const workItemImplementWorkflow = Effect.gen(function* () {
     prepare: (run) =>
       Effect.gen(function* () {
         const { found, plan, repository } = yield* subjectOf(run)
-        const { configuration, credentials } = yield* agentOf(run)
+        const { configuration, credentials, settings } = yield* agentOf(run)
         if (configuration.issue_pull_request_mode === "DISABLED") {
           return yield* fail(
             "pull_requests_disabled",
@@ -110,7 +110,7 @@ export const workItemImplementWorkflow = Effect.gen(function* () {
         return yield* withSecondaryRepositories(
           run.organizationId,
           configuration,
-          workItemAttempt(configuration, run, {
+          workItemAttempt(settings, run, {
             prompt: implementPrompt({
               repository: fullName(repository),
               title: plan.title,

@@ -119,7 +119,7 @@ export const workItemIntakeWorkflow = Effect.gen(function* () {
     prepare: (run) =>
       Effect.gen(function* () {
         const found = yield* itemOf(run)
-        const { configuration, credentials } = yield* agentOf(run)
+        const { configuration, credentials, settings } = yield* agentOf(run)
         const known = (yield* repositories.list(run.organizationId)).filter((repository) => repository.available)
         const primary =
           run.repositoryId === null ? undefined : known.find((repository) => repository.id === run.repositoryId)
@@ -127,7 +127,7 @@ export const workItemIntakeWorkflow = Effect.gen(function* () {
         return yield* withSecondaryRepositories(
           run.organizationId,
           configuration,
-          workItemAttempt(configuration, run, {
+          workItemAttempt(settings, run, {
             prompt: intakePrompt({
               title: found.item.title,
               request: found.item.summary ?? "",

@@ -1,7 +1,8 @@
 /**
  * Repository configuration over real HTTP (spec: Organization endpoints, Resources "Repository
  * configuration", "review_policy"; Trust boundaries 3; Errors 6): defaults, organization values
- * and repository overrides with their `overrides`/`sources`; the PUT's validation; AGENT_ONE on
+ * and repository overrides with their `overrides`/`sources`; the PUT's validation (a PUT of the spec's
+ * six fields; the partial writes and both levels have their own suite); AGENT_ONE on
  * PLATFORM_CONTAINER accepted with a BLOCKING readiness finding; 401, 404 across organizations,
  * 403 below ADMIN.
  */
@@ -76,6 +77,8 @@ const allDefaults = {
   ...DEFAULT_CONFIGURATION.review_policy,
   ...DEFAULT_CONFIGURATION.sandbox,
   ...DEFAULT_CONFIGURATION.skills,
+  path_instructions: [],
+  config_file: null,
   overrides: { agent: false, instructions: false, mcp: false, review_policy: false, sandbox: false, skills: false },
   sources: {
     agent: "DEFAULT",
@@ -101,6 +104,7 @@ layer(layerTestServer(), { excludeTestServices: true })("repository configuratio
         "auto_approve_pull_requests",
         "auto_handle_pull_request_feedback",
         "automatic_pr_description",
+        "config_file",
         "custom_instructions",
         "design_style",
         "design_style_custom",
@@ -109,6 +113,7 @@ layer(layerTestServer(), { excludeTestServices: true })("repository configuratio
         "model",
         "model_variant",
         "overrides",
+        "path_instructions",
         "pull_request_template_path",
         "reasoning_effort",
         "review_policy",
@@ -177,7 +182,7 @@ layer(layerTestServer(), { excludeTestServices: true })("repository configuratio
       assert.strictEqual(updated.agent_provider, "OPENCODE")
       assert.strictEqual(updated.automatic_pr_description, "ENABLED")
       assert.strictEqual(updated.issue_pull_request_mode, "READY")
-      // The rest of the agent group is what the repository inherited when it took the group over.
+      // The agent group's other fields are still the organization's: a level stores only what it sets.
       assert.strictEqual(updated.model, "org-model")
       assert.strictEqual(updated.reasoning_effort, "high")
       assert.deepStrictEqual(updated.review_policy, { ...validUpdate.review_policy, guidance: "Org guidance" })
@@ -253,8 +258,9 @@ layer(layerTestServer(), { excludeTestServices: true })("repository configuratio
           assert.strictEqual(errorCode(response.json), "invalid_body")
           assert.include((response.json as { error: { message: string } }).error.message, field)
         }
-        const { sandbox_provider: _, ...missing } = validUpdate
-        assert.strictEqual((yield* put(f.admin.cookie, "cfg-invalid", f.repository.id, missing)).status, 400)
+        const unknown = yield* put(f.admin.cookie, "cfg-invalid", f.repository.id, { ...validUpdate, colour: "blue" })
+        assert.strictEqual(unknown.status, 400)
+        assert.include((unknown.json as { error: { message: string } }).error.message, "colour")
         assert.deepStrictEqual(
           (yield* get(f.member.cookie, "cfg-invalid", f.repository.id)).sources,
           allDefaults.sources
