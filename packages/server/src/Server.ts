@@ -22,6 +22,7 @@ import { layerClusterRunner } from "./cluster/ClusterLive.ts"
 import { WorkflowTypesLive } from "./cluster/WorkflowTypesLive.ts"
 import { AppConfig, type Role } from "./config/AppConfig.ts"
 import { InstanceSecrets } from "./config/InstanceSecrets.ts"
+import { ConfigurationWriter } from "./configuration/ConfigurationWriter.ts"
 import { SecretRotation } from "./crypto/SecretRotation.ts"
 import { Secrets } from "./crypto/Secrets.ts"
 import { DeepScanCronLive } from "./deepscan/DeepScanSchedules.ts"
@@ -102,7 +103,7 @@ export const appServices = (options: { readonly rotationWorker: boolean }) =>
     })
   ).pipe(
     Layer.provideMerge(OrgAccess.layer),
-    Layer.provideMerge(ContextSuggestionsRepo.layer),
+    Layer.provideMerge(Layer.merge(ContextSuggestionsRepo.layer, ConfigurationWriter.layer)),
     Layer.provideMerge(
       Layer.mergeAll(
         OrganizationsRepo.layer,

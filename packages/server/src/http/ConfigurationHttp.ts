@@ -1,9 +1,8 @@
 /**
  * Configuration at the organization and the repository level (spec: Organization endpoints).
- * Reading needs membership; writing and resetting a group need ADMIN, are audited, and answer 204.
- * A write is applied and checked (the model against the catalog) in one transaction, so a refused
- * write stores nothing. A repository of another organization is 404. A write that changes what an
- * agent connection was discovered with (agent, model, sandbox provider) re-queues its discovery.
+ * Reading needs membership; writing and resetting a group need ADMIN and answer 204; the write
+ * itself (its checks, audit and rediscovery) is the `ConfigurationWriter`'s. A repository of
+ * another organization is 404. A discovery a write queued wakes the Scheduler after the commit.
  */
 import { wakeScheduler } from "@bosun/actors/scheduler/SchedulerEntity"
 import {
@@ -19,13 +18,10 @@ import {
 import { Effect, Option } from "effect"
 import { Sharding } from "effect/cluster"
 import { HttpServerResponse } from "effect/http"
-import { SqlClient } from "effect/sql"
-import { checkModelFields } from "../configuration/ModelCheck.ts"
-import { AgentConnectionsRepo } from "../persistence/AgentConnectionsRepo.ts"
-import { AuditLog } from "../persistence/AuditLog.ts"
-import { ConfigurationRefused, ConfigurationRepo } from "../persistence/ConfigurationRepo.ts"
+import { ConfigurationWriter } from "../configuration/ConfigurationWriter.ts"
+import type { ConfigurationRefused } from "../persistence/ConfigurationRepo.ts"
+import { ConfigurationRepo } from "../persistence/ConfigurationRepo.ts"
 import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
-import { configurationFingerprint } from "../workflows/CatalogDiscoveryWorkflow.ts"
 import { group } from "./ApiGroup.ts"
 import { OrgAccess } from "./OrgAccess.ts"
 
@@ -43,105 +39,38 @@ export const ConfigurationHttp = group(
     const access = yield* OrgAccess
     const repositories = yield* RepositoriesRepo
     const configuration = yield* ConfigurationRepo
-    const audit = yield* AuditLog
-    const connections = yield* AgentConnectionsRepo
-    const sql = yield* SqlClient.SqlClient
+    const writer = yield* ConfigurationWriter
     const sharding = yield* Sharding.Sharding
     const wake = Effect.provideService(wakeScheduler, Sharding.Sharding, sharding)
-
-    /** Queues a discovery when the scope has its own connection and it was discovered with another configuration. */
-    const rediscoverIfChanged = (organizationId: string, repositoryId: string | null) =>
-      Effect.gen(function* () {
-        const connection = yield* connections.view(organizationId, repositoryId)
-        if (!connection.auth.configured) return false
-        if ((connection.auth.source_scope === "REPOSITORY") !== (repositoryId !== null)) return false
-        const current = configurationFingerprint(yield* configuration.effective(organizationId, repositoryId))
-        if (connection.catalog.configuration_fingerprint === current) return false
-        return Option.isSome(yield* connections.queueDiscovery(organizationId, repositoryId))
-      })
 
     const repositoryOf = (organizationId: string, repositoryId: string) =>
       Effect.flatMap(repositories.find(organizationId, repositoryId), (found) =>
         Option.isNone(found) ? repositoryNotFound : Effect.void
       )
 
-    /** Fields a level cannot hold, and secondary repositories that are not this organization's. */
-    const checkLevel = (organizationId: string, repositoryId: string | null, patch: ConfigurationUpdate) =>
-      Effect.gen(function* () {
-        const secondary = patch.secondary_repository_ids
-        if (secondary === undefined || secondary === null) return
-        if (repositoryId === null) {
-          return yield* new ConfigurationRefused({
-            status: 400,
-            code: ErrorCodes.invalidConfigurationField,
-            message: 'Invalid body field "secondary_repository_ids": only a repository has secondary repositories'
-          })
-        }
-        for (const id of secondary) {
-          if (id === repositoryId || Option.isNone(yield* repositories.find(organizationId, id))) {
-            return yield* new ConfigurationRefused({
-              status: 400,
-              code: ErrorCodes.invalidConfigurationField,
-              message: `Invalid body field "secondary_repository_ids": "${id}" is not another repository of this organization`
-            })
-          }
-        }
-      })
-
-    const write = (organizationId: string, repositoryId: string | null, patch: ConfigurationUpdate) =>
+    /** ADMIN of the organization, and the repository (when named) is one of its own. */
+    const writerOf = (organizationId: string, repositoryId: string | null) =>
       Effect.gen(function* () {
         yield* access.require(organizationId, "ADMIN")
         const user = yield* CurrentUser
         if (repositoryId !== null) yield* repositoryOf(organizationId, repositoryId)
-        yield* checkLevel(organizationId, repositoryId, patch).pipe(Effect.mapError(asHttpError))
-        const queued = yield* sql
-          .withTransaction(
-            Effect.gen(function* () {
-              yield* configuration.update(organizationId, repositoryId, patch, user.userId)
-              const after = yield* configuration.effective(organizationId, repositoryId)
-              yield* checkModelFields(organizationId, repositoryId, patch, after).pipe(
-                Effect.provideService(AgentConnectionsRepo, connections)
-              )
-              yield* audit.record({
-                organizationId,
-                actor: { kind: "user", userId: user.userId },
-                action: repositoryId === null ? "organization.configure" : "repository.configure",
-                target: repositoryId === null ? `organization:${organizationId}` : `repository:${repositoryId}`,
-                // Which fields changed, never their values (MCP headers are secrets).
-                details: { fields: Object.keys(patch).sort().join(",") }
-              })
-              return yield* rediscoverIfChanged(organizationId, repositoryId)
-            })
-          )
-          .pipe(
-            Effect.catchTag("SqlError", Effect.die),
-            Effect.catchTag("ConfigurationRefused", (refused) => Effect.fail(asHttpError(refused)))
-          )
+        return { kind: "user" as const, userId: user.userId }
+      })
+
+    const write = (organizationId: string, repositoryId: string | null, patch: ConfigurationUpdate) =>
+      Effect.gen(function* () {
+        const actor = yield* writerOf(organizationId, repositoryId)
+        const queued = yield* writer
+          .update(organizationId, repositoryId, patch, actor)
+          .pipe(Effect.mapError(asHttpError))
         if (queued) yield* wake
         return HttpServerResponse.empty({ status: 204 })
       })
 
     const reset = (organizationId: string, repositoryId: string | null, name: ConfigurationGroup) =>
       Effect.gen(function* () {
-        yield* access.require(organizationId, "ADMIN")
-        const user = yield* CurrentUser
-        if (repositoryId !== null) yield* repositoryOf(organizationId, repositoryId)
-        const queued = yield* sql
-          .withTransaction(
-            Effect.gen(function* () {
-              yield* configuration.reset(organizationId, repositoryId, name, user.userId)
-              yield* audit.record({
-                organizationId,
-                actor: { kind: "user", userId: user.userId },
-                action: repositoryId === null ? "organization.configure" : "repository.configure",
-                target: repositoryId === null ? `organization:${organizationId}` : `repository:${repositoryId}`,
-                details: { reset: name }
-              })
-              return yield* rediscoverIfChanged(organizationId, repositoryId)
-            })
-          )
-          .pipe(Effect.orDie)
-        if (queued) yield* wake
+        const actor = yield* writerOf(organizationId, repositoryId)
+        if (yield* writer.reset(organizationId, repositoryId, name, actor)) yield* wake
         return HttpServerResponse.empty({ status: 204 })
       })
 
