@@ -5,6 +5,7 @@
  * A path naming an organization the user is not a member of shows nothing of it: the API would
  * answer 404 anyway, and the shell does not even ask.
  */
+import { type Role, roleAtLeast } from "@bosun/domain/Identity"
 import { lazy, Suspense, useEffect } from "react"
 import { call, isUnauthorized, preloadClient } from "./api/client.ts"
 import { earlyMe } from "./api/earlyAnswers.ts"
@@ -28,6 +29,7 @@ const DeepScans = lazy(() => import("./screens/DeepScans.tsx"))
 const DeepScanDetail = lazy(() => import("./screens/DeepScanDetail.tsx"))
 const SlackChannels = lazy(() => import("./screens/SlackChannels.tsx"))
 const ConnectedApps = lazy(() => import("./screens/ConnectedApps.tsx"))
+const OrganizationSettings = lazy(() => import("./screens/OrganizationSettings.tsx"))
 
 const sections = [
   ["pull-requests", "Pull requests"],
@@ -38,11 +40,14 @@ const sections = [
   ["memories", "Memories"],
   ["agent", "Agent connection"],
   ["slack", "Slack channels"],
-  ["apps", "Connected apps"]
+  ["apps", "Connected apps"],
+  ["settings", "Organization settings"]
 ] as const
 
-const Screen = (props: { readonly route: Route; readonly search: string }) => {
+const Screen = (props: { readonly route: Route; readonly search: string; readonly role: Role }) => {
   const { route } = props
+  // What the caller may change: screens show writes only to those the API lets make them.
+  const admin = roleAtLeast(props.role, "ADMIN")
   switch (route.screen) {
     case "home":
     case "notFound":
@@ -56,9 +61,9 @@ const Screen = (props: { readonly route: Route; readonly search: string }) => {
     case "repositories":
       return <Repositories org={route.org} />
     case "repository":
-      return <RepositoryDetail org={route.org} id={route.id} />
+      return <RepositoryDetail org={route.org} id={route.id} admin={admin} />
     case "agent":
-      return <AgentConnection org={route.org} />
+      return <AgentConnection org={route.org} admin={admin} />
     case "memories":
       return <Memories org={route.org} />
     case "workItems":
@@ -73,6 +78,8 @@ const Screen = (props: { readonly route: Route; readonly search: string }) => {
       return <SlackChannels org={route.org} />
     case "apps":
       return <ConnectedApps org={route.org} />
+    case "settings":
+      return <OrganizationSettings org={route.org} admin={admin} />
   }
 }
 
@@ -167,7 +174,7 @@ export const App = () => {
                 </p>
               }
             >
-              <Screen route={route} search={location.search} />
+              <Screen route={route} search={location.search} role={membership.role} />
             </Suspense>
           </main>
         </>

@@ -18,6 +18,7 @@ export type Route =
   | { readonly screen: "deepScan"; readonly org: string; readonly id: string }
   | { readonly screen: "slack"; readonly org: string }
   | { readonly screen: "apps"; readonly org: string }
+  | { readonly screen: "settings"; readonly org: string }
   | { readonly screen: "notFound" }
 
 const lists = {
@@ -29,7 +30,8 @@ const lists = {
   "work-items": "workItems",
   "deep-scans": "deepScans",
   slack: "slack",
-  apps: "apps"
+  apps: "apps",
+  settings: "settings"
 } as const
 
 const details = {

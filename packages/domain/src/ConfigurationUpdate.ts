@@ -53,7 +53,9 @@ const HeaderValue = Schema.String.check(
   Schema.isMinLength(1),
   Schema.isMaxLength(8192),
   Schema.makeFilter((value: string) =>
-    /[\r\n\u0000]/.test(value) ? "must not contain a line break or NUL" : undefined
+    value.includes("\r") || value.includes("\n") || value.includes("\u0000")
+      ? "must not contain a line break or NUL"
+      : undefined
   )
 )
 

@@ -8,11 +8,12 @@
  * instead of the organization's connection. While a catalog discovery is queued or running the
  * screen refreshes itself, since that is what decides `ready`.
  */
-import type { AgentConnection as Connection } from "@bosun/domain"
+import type { AgentConnection as Connection, ModelTurnResult } from "@bosun/domain"
 import { type ReactNode, useEffect, useId, useState } from "react"
 import { call } from "../api/client.ts"
 import { useAction, useLoad } from "../api/useLoad.ts"
-import { Badge, ErrorNote, Loading, when } from "../ui.tsx"
+import { GettingStarted } from "../setup/GettingStarted.tsx"
+import { ActionButton, Badge, ErrorNote, Loading, when } from "../ui.tsx"
 
 const PROVIDER_ID = /^[a-z0-9][a-z0-9._-]{0,127}$/
 const POLL_MS = 3000
@@ -290,7 +291,83 @@ const ImportForm = (props: {
   )
 }
 
-const AgentConnection = (props: { readonly org: string }) => {
+/** One line: which model answered and how fast, or the provider's own error. */
+const TurnLine = (props: { readonly result: ModelTurnResult }) => {
+  const { result } = props
+  const model = result.model === "" ? "no model" : result.model
+  return (
+    <p className={result.ok ? "turn good" : "turn bad"} data-testid="test-result" data-ok={result.ok}>
+      <Badge value={result.ok ? "SUCCEEDED" : "FAILED"} /> {model}:{" "}
+      {result.ok ? `answered in ${(result.duration_ms / 1000).toFixed(1)} s` : "failed"} — {result.message}{" "}
+      <span className="muted">({when(result.tested_at)})</span>
+    </p>
+  )
+}
+
+/**
+ * The Test of a connection: one minimal model turn with the credentials and model in force, so an
+ * admin learns the model answers before a review depends on it. Members see the last result.
+ */
+const TestTurn = (props: { readonly scope: Scope; readonly admin: boolean; readonly tested: () => void }) => {
+  const [last, reload] = useLoad(
+    () =>
+      call((client) =>
+        client.agentConnection.lastTest({
+          params: { organization_id: props.scope.org },
+          query: queryOf(props.scope)
+        })
+      ),
+    [props.scope.org, props.scope.repositoryId]
+  )
+  const test = useAction()
+  const result = last.data?.data ?? null
+  return (
+    <section aria-labelledby="test-title">
+      <h2 id="test-title">Test the model</h2>
+      <p className="muted">Runs one short turn with the credentials and the model in force, and records the answer.</p>
+      {props.admin ? (
+        <div className="actions">
+          <ActionButton
+            pending={test.pending}
+            kind="primary"
+            onClick={() =>
+              void test
+                .perform(() =>
+                  call((client) =>
+                    client.agentConnection.test({
+                      params: { organization_id: props.scope.org },
+                      query: queryOf(props.scope)
+                    })
+                  )
+                )
+                .then((ok) => {
+                  if (ok) {
+                    reload()
+                    props.tested()
+                  }
+                })
+            }
+          >
+            Test
+          </ActionButton>
+          {test.pending ? <span className="progress">Waiting for the model…</span> : null}
+        </div>
+      ) : null}
+      <ErrorNote message={test.error} />
+      {last.status === "failed" ? <ErrorNote message={`The last test could not be read: ${last.error}`} /> : null}
+      {result === null ? (
+        last.status === "ready" ? (
+          <p className="muted">Not tested yet.</p>
+        ) : null
+      ) : (
+        <TurnLine result={result} />
+      )}
+    </section>
+  )
+}
+
+const AgentConnection = (props: { readonly org: string; readonly admin: boolean }) => {
+  const [checklist, setChecklist] = useState(0)
   const [repositoryId, setRepositoryId] = useState<string | undefined>(undefined)
   const scope: Scope = { org: props.org, repositoryId }
   const [notice, setNotice] = useState<string | null>(null)
@@ -323,6 +400,7 @@ const AgentConnection = (props: { readonly org: string }) => {
         " A catalog discovery is queued."
     )
     reload()
+    setChecklist((n) => n + 1)
   }
 
   const connection = loaded.data?.data
@@ -334,6 +412,7 @@ const AgentConnection = (props: { readonly org: string }) => {
   return (
     <section aria-labelledby="agent-title">
       <h1 id="agent-title">Agent connection</h1>
+      <GettingStarted org={props.org} version={checklist} />
       <div className="filters">
         <label>
           Scope{" "}
@@ -355,6 +434,7 @@ const AgentConnection = (props: { readonly org: string }) => {
       </div>
       {repositories.status === "failed" ? <ErrorNote message={repositories.error} /> : null}
       <Loading loaded={loaded}>{({ data }) => <Status connection={data} />}</Loading>
+      <TestTurn scope={scope} admin={props.admin} tested={() => setChecklist((n) => n + 1)} />
       {notice === null ? null : (
         <p className="banner" role="status">
           {notice}
@@ -366,8 +446,12 @@ const AgentConnection = (props: { readonly org: string }) => {
           : "Keys set here are this repository's override; the organization's credentials stay as they are."}{" "}
         Only admins can change credentials.
       </p>
-      <ApiKeyForm scope={scope} known={known} written={(fingerprint) => written(fingerprint)} />
-      <ImportForm scope={scope} written={written} />
+      {props.admin ? (
+        <>
+          <ApiKeyForm scope={scope} known={known} written={(fingerprint) => written(fingerprint)} />
+          <ImportForm scope={scope} written={written} />
+        </>
+      ) : null}
     </section>
   )
 }

@@ -8,71 +8,15 @@
  * a save turns the groups it writes into this repository's overrides. The other effective fields
  * are shown read-only. Context suggestions are decided here, and the recurring deep scan is set.
  */
-import {
-  AGENT_ONE_ON_PLATFORM_CONTAINER,
-  AgentProvider,
-  AutomaticPrDescription,
-  CONFIGURATION_GROUPS,
-  type ContextSuggestion,
-  IssuePullRequestMode,
-  type Repository,
-  type RepositoryConfiguration,
-  type ConfigurationUpdate,
-  SandboxProvider,
-  Strictness
-} from "@bosun/domain"
-import { type ReactNode, useId, useState } from "react"
+import { BOSUN_CONFIG_FILE, type ContextSuggestion, type Repository, type RepositoryConfiguration } from "@bosun/domain"
+import { type ReactNode, useState } from "react"
 import { call, isNotFound } from "../api/client.ts"
 import { useAction, useLoad } from "../api/useLoad.ts"
+import { ConfigurationEditor } from "../configuration/ConfigurationEditor.tsx"
 import { orgPath } from "../routes.ts"
 import { ActionButton, Badge, Empty, ErrorNote, Link, Loading, when } from "../ui.tsx"
 
-type Props = { readonly org: string; readonly id: string }
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
-const lines = (text: string) =>
-  text
-    .split("\n")
-    .map((line) => line.trim())
-    .filter((line) => line !== "")
-
-/** A select over a schema's literals, typed by them, with its visible label. */
-const Choice = <T extends string>(props: {
-  readonly label: string
-  readonly value: T
-  readonly options: ReadonlyArray<T>
-  readonly onChange: (value: T) => void
-}) => (
-  <label className="field">
-    <span>{props.label}</span>
-    <select
-      value={props.value}
-      onChange={(event) => {
-        const chosen = props.options.find((option) => option === event.target.value)
-        if (chosen !== undefined) props.onChange(chosen)
-      }}
-    >
-      {props.options.map((option) => (
-        <option key={option} value={option}>
-          {option}
-        </option>
-      ))}
-    </select>
-  </label>
-)
-
-const Check = (props: {
-  readonly label: string
-  readonly checked: boolean
-  readonly onChange: (on: boolean) => void
-}) => (
-  <label className="row">
-    <input type="checkbox" checked={props.checked} onChange={(event) => props.onChange(event.target.checked)} />{" "}
-    {props.label}
-  </label>
-)
+type Props = { readonly org: string; readonly id: string; readonly admin: boolean }
 
 const Fact = (props: { readonly label: string; readonly children: ReactNode }) => (
   <>
@@ -112,26 +56,28 @@ const Header = (props: Props & { readonly repository: Repository; readonly chang
         </Fact>
       </dl>
       <div className="actions">
-        <ActionButton
-          pending={toggle.pending}
-          kind={repository.enabled ? "plain" : "primary"}
-          onClick={() =>
-            void toggle
-              .perform(() =>
-                call((client) =>
-                  client.repositories.update({
-                    params: { organization_id: props.org, repository_id: props.id },
-                    payload: { enabled: !repository.enabled }
-                  })
+        {props.admin ? (
+          <ActionButton
+            pending={toggle.pending}
+            kind={repository.enabled ? "plain" : "primary"}
+            onClick={() =>
+              void toggle
+                .perform(() =>
+                  call((client) =>
+                    client.repositories.update({
+                      params: { organization_id: props.org, repository_id: props.id },
+                      payload: { enabled: !repository.enabled }
+                    })
+                  )
                 )
-              )
-              .then((ok) => {
-                if (ok) props.changed()
-              })
-          }
-        >
-          {repository.enabled ? "Pause reviews" : "Enable reviews"}
-        </ActionButton>
+                .then((ok) => {
+                  if (ok) props.changed()
+                })
+            }
+          >
+            {repository.enabled ? "Pause reviews" : "Enable reviews"}
+          </ActionButton>
+        ) : null}
         <Link href={`${orgPath(props.org, "runs")}?repository_id=${encodeURIComponent(props.id)}`}>Runs</Link>
       </div>
       <ErrorNote message={toggle.error} />
@@ -141,94 +87,63 @@ const Header = (props: Props & { readonly repository: Repository; readonly chang
 
 /* --------------------------------------------------------- configuration */
 
-type Draft = {
-  readonly agent_provider: typeof AgentProvider.Type
-  readonly automatic_pr_description: typeof AutomaticPrDescription.Type
-  readonly issue_pull_request_mode: typeof IssuePullRequestMode.Type
-  readonly sandbox_provider: typeof SandboxProvider.Type
-  readonly sandbox_config: string
-  readonly comment_limit: string
-  readonly excluded_authors: string
-  readonly excluded_paths: string
-  readonly max_changed_files: string
-  readonly review_drafts: boolean
-  readonly review_on_open: boolean
-  readonly review_on_push: boolean
-  readonly review_on_ready: boolean
-  readonly review_on_reopen: boolean
-  readonly strictness: typeof Strictness.Type
+/** The repository's `.bosun.yaml` as Bosun last read it from the default branch, and its path instructions. */
+const ConfigFile = (props: { readonly configuration: RepositoryConfiguration }) => {
+  const file = props.configuration.config_file
+  const instructions = props.configuration.path_instructions
+  return (
+    <section aria-labelledby="config-file-title" data-testid="config-file">
+      <h2 id="config-file-title">{BOSUN_CONFIG_FILE}</h2>
+      {file === null ? (
+        <p className="muted">
+          Not read yet: Bosun reads it from the default branch when it next reviews a pull request here.
+        </p>
+      ) : (
+        <dl className="facts">
+          <Fact label="Found">
+            {file.found ? `Yes, ${file.path} on ${file.ref}` : `No ${file.path} on ${file.ref}`}
+          </Fact>
+          <Fact label="Read">{when(file.read_at)}</Fact>
+          {file.error === null ? null : (
+            <Fact label="Error">
+              <span className="error" data-testid="config-file-error">
+                Ignored: {file.error}
+              </span>
+            </Fact>
+          )}
+        </dl>
+      )}
+      <h3>Path instructions</h3>
+      {instructions.length === 0 ? (
+        <p className="muted">None. They are set in {BOSUN_CONFIG_FILE} only.</p>
+      ) : (
+        <table className="list" data-testid="path-instructions">
+          <thead>
+            <tr>
+              <th>Files (glob)</th>
+              <th>Instructions</th>
+            </tr>
+          </thead>
+          <tbody>
+            {instructions.map((instruction) => (
+              <tr key={instruction.path}>
+                <td>
+                  <code className="code">{instruction.path}</code>
+                </td>
+                <td>
+                  <pre className="code">{instruction.instructions}</pre>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  )
 }
 
-const draftOf = (configuration: RepositoryConfiguration): Draft => ({
-  agent_provider: configuration.agent_provider,
-  automatic_pr_description: configuration.automatic_pr_description,
-  issue_pull_request_mode: configuration.issue_pull_request_mode,
-  sandbox_provider: configuration.sandbox_provider,
-  sandbox_config: JSON.stringify(configuration.sandbox_config, null, 2),
-  comment_limit: String(configuration.review_policy.comment_limit),
-  excluded_authors: configuration.review_policy.excluded_authors.join("\n"),
-  excluded_paths: configuration.review_policy.excluded_paths.join("\n"),
-  max_changed_files: String(configuration.review_policy.max_changed_files),
-  review_drafts: configuration.review_policy.review_drafts,
-  review_on_open: configuration.review_policy.review_on_open,
-  review_on_push: configuration.review_policy.review_on_push,
-  review_on_ready: configuration.review_policy.review_on_ready,
-  review_on_reopen: configuration.review_policy.review_on_reopen,
-  strictness: configuration.review_policy.strictness
-})
-
-/** The PUT body, or what is wrong with the form (checked here so the admin is told before a round trip). */
-const updateOf = (draft: Draft): ConfigurationUpdate | string => {
-  let sandboxConfig: unknown
-  try {
-    sandboxConfig = JSON.parse(draft.sandbox_config.trim() === "" ? "{}" : draft.sandbox_config)
-  } catch (error) {
-    return `Sandbox config is not valid JSON: ${error instanceof Error ? error.message : String(error)}`
-  }
-  if (!isRecord(sandboxConfig)) return 'Sandbox config must be a JSON object, like {"image": "node:24"}.'
-  if (!/^\d+$/.test(draft.comment_limit.trim())) return "Comment limit must be a whole number, 0 or more."
-  if (!/^\d+$/.test(draft.max_changed_files.trim()) || Number(draft.max_changed_files) < 1) {
-    return "Max changed files must be a whole number, 1 or more."
-  }
-  return {
-    agent_provider: draft.agent_provider,
-    automatic_pr_description: draft.automatic_pr_description,
-    issue_pull_request_mode: draft.issue_pull_request_mode,
-    sandbox_provider: draft.sandbox_provider,
-    sandbox_config: sandboxConfig,
-    review_policy: {
-      comment_limit: Number(draft.comment_limit.trim()),
-      excluded_authors: lines(draft.excluded_authors),
-      excluded_paths: lines(draft.excluded_paths),
-      max_changed_files: Number(draft.max_changed_files.trim()),
-      review_drafts: draft.review_drafts,
-      review_on_open: draft.review_on_open,
-      review_on_push: draft.review_on_push,
-      review_on_ready: draft.review_on_ready,
-      review_on_reopen: draft.review_on_reopen,
-      strictness: draft.strictness
-    }
-  }
-}
-
-const sourceText = (source: RepositoryConfiguration["sources"]["agent"]) =>
-  source === "REPOSITORY"
-    ? "overridden here"
-    : source === "ORGANIZATION"
-      ? "inherited from ORGANIZATION"
-      : "inherited from DEFAULT (Bosun's defaults)"
-
-const Sources = (props: { readonly configuration: RepositoryConfiguration }) => (
-  <ul className="muted" data-testid="configuration-sources">
-    {CONFIGURATION_GROUPS.map((group) => (
-      <li key={group}>
-        <strong>{group}</strong>: {sourceText(props.configuration.sources[group])}
-      </li>
-    ))}
-  </ul>
-)
-
-const ReadOnly = (props: Props & { readonly configuration: RepositoryConfiguration }) => {
+/** Settings decided elsewhere on this screen (secondary repositories come from approved context suggestions). */
+const Secondary = (props: Props & { readonly configuration: RepositoryConfiguration }) => {
   const { configuration } = props
   const [repositories] = useLoad(
     () => call((client) => client.repositories.list({ params: { organization_id: props.org } })),
@@ -239,8 +154,6 @@ const ReadOnly = (props: Props & { readonly configuration: RepositoryConfigurati
   )
   return (
     <dl className="facts">
-      <Fact label="Model">{configuration.model === "" ? "Provider's default" : configuration.model}</Fact>
-      <Fact label="Reasoning effort">{configuration.reasoning_effort}</Fact>
       <Fact label="Secondary repositories">
         {configuration.secondary_repository_ids.length === 0
           ? "None"
@@ -251,200 +164,7 @@ const ReadOnly = (props: Props & { readonly configuration: RepositoryConfigurati
               </span>
             ))}
       </Fact>
-      <Fact label="Custom instructions">
-        {configuration.custom_instructions === "" ? (
-          "None"
-        ) : (
-          <pre className="code">{configuration.custom_instructions}</pre>
-        )}
-      </Fact>
-      <Fact label="MCP servers">{configuration.mcp_servers.length}</Fact>
-      <Fact label="Skills">{configuration.skills.length}</Fact>
-      {configuration.review_policy.guidance === "" ? null : (
-        <Fact label="Review guidance">
-          <pre className="code">{configuration.review_policy.guidance}</pre>
-        </Fact>
-      )}
     </dl>
-  )
-}
-
-const ConfigurationForm = (
-  props: Props & { readonly configuration: RepositoryConfiguration; readonly saved: () => void }
-) => {
-  const [draft, setDraft] = useState(() => draftOf(props.configuration))
-  const [invalid, setInvalid] = useState<string | null>(null)
-  const [done, setDone] = useState(false)
-  const save = useAction()
-  const ids = useId()
-  const set = <K extends keyof Draft>(key: K, value: Draft[K]) => {
-    setDraft((previous) => ({ ...previous, [key]: value }))
-    setDone(false)
-  }
-  const policy = (key: keyof Draft & `review_${string}`) => (on: boolean) => set(key, on)
-
-  const submit = () => {
-    const update = updateOf(draft)
-    setDone(false)
-    if (typeof update === "string") {
-      setInvalid(update)
-      return
-    }
-    setInvalid(null)
-    void save
-      .perform(() =>
-        call((client) =>
-          client.configuration.put({
-            params: { organization_id: props.org, repository_id: props.id },
-            payload: update
-          })
-        )
-      )
-      .then((ok) => {
-        if (ok) {
-          setDone(true)
-          props.saved()
-        }
-      })
-  }
-
-  return (
-    <form
-      className="form"
-      aria-labelledby={`${ids}-title`}
-      onSubmit={(event) => {
-        event.preventDefault()
-        submit()
-      }}
-    >
-      <h2 id={`${ids}-title`}>Configuration</h2>
-      <p className="muted">
-        Saving writes the agent, review_policy and sandbox groups as this repository's own overrides. Where each group
-        comes from now:
-      </p>
-      <Sources configuration={props.configuration} />
-
-      <fieldset>
-        <legend>Agent</legend>
-        <Choice
-          label="Agent provider"
-          value={draft.agent_provider}
-          options={AgentProvider.literals}
-          onChange={(value) => set("agent_provider", value)}
-        />
-        <Choice
-          label="Automatic PR description"
-          value={draft.automatic_pr_description}
-          options={AutomaticPrDescription.literals}
-          onChange={(value) => set("automatic_pr_description", value)}
-        />
-        <Choice
-          label="Issue pull request mode"
-          value={draft.issue_pull_request_mode}
-          options={IssuePullRequestMode.literals}
-          onChange={(value) => set("issue_pull_request_mode", value)}
-        />
-      </fieldset>
-
-      <fieldset>
-        <legend>Sandbox</legend>
-        <Choice
-          label="Sandbox provider"
-          value={draft.sandbox_provider}
-          options={SandboxProvider.literals}
-          onChange={(value) => set("sandbox_provider", value)}
-        />
-        <label className="field">
-          <span>Sandbox config (JSON object)</span>
-          <textarea
-            rows={5}
-            spellCheck={false}
-            value={draft.sandbox_config}
-            onChange={(event) => set("sandbox_config", event.target.value)}
-          />
-        </label>
-        {draft.agent_provider === "AGENT_ONE" && draft.sandbox_provider === "PLATFORM_CONTAINER" ? (
-          <p className="banner bad" role="note">
-            {AGENT_ONE_ON_PLATFORM_CONTAINER}. Saving this makes the repository's readiness BLOCKING.
-          </p>
-        ) : null}
-      </fieldset>
-
-      <fieldset>
-        <legend>Review policy</legend>
-        <Choice
-          label="Strictness"
-          value={draft.strictness}
-          options={Strictness.literals}
-          onChange={(value) => set("strictness", value)}
-        />
-        <label className="field">
-          <span>Comment limit</span>
-          <input
-            type="number"
-            inputMode="numeric"
-            min={0}
-            step={1}
-            value={draft.comment_limit}
-            onChange={(event) => set("comment_limit", event.target.value)}
-          />
-        </label>
-        <label className="field">
-          <span>Max changed files</span>
-          <input
-            type="number"
-            inputMode="numeric"
-            min={1}
-            step={1}
-            value={draft.max_changed_files}
-            onChange={(event) => set("max_changed_files", event.target.value)}
-          />
-        </label>
-        <label className="field">
-          <span>Excluded authors (one login per line)</span>
-          <textarea
-            rows={3}
-            spellCheck={false}
-            value={draft.excluded_authors}
-            onChange={(event) => set("excluded_authors", event.target.value)}
-          />
-        </label>
-        <label className="field">
-          <span>Excluded paths (one glob per line)</span>
-          <textarea
-            rows={3}
-            spellCheck={false}
-            value={draft.excluded_paths}
-            onChange={(event) => set("excluded_paths", event.target.value)}
-          />
-        </label>
-        <Check label="Review drafts" checked={draft.review_drafts} onChange={policy("review_drafts")} />
-        <Check label="Review on open" checked={draft.review_on_open} onChange={policy("review_on_open")} />
-        <Check label="Review on push" checked={draft.review_on_push} onChange={policy("review_on_push")} />
-        <Check label="Review on ready" checked={draft.review_on_ready} onChange={policy("review_on_ready")} />
-        <Check label="Review on reopen" checked={draft.review_on_reopen} onChange={policy("review_on_reopen")} />
-      </fieldset>
-
-      <div className="actions">
-        <button type="submit" className="primary" disabled={save.pending} aria-busy={save.pending}>
-          Save configuration
-        </button>
-        {save.pending ? (
-          <span className="progress" aria-busy="true">
-            Saving…
-          </span>
-        ) : null}
-        {done ? (
-          <span className="badge good" role="status">
-            Saved
-          </span>
-        ) : null}
-      </div>
-      <ErrorNote message={invalid ?? save.error} />
-
-      <h3>Other settings (read-only here)</h3>
-      <ReadOnly org={props.org} id={props.id} configuration={props.configuration} />
-    </form>
   )
 }
 
@@ -493,7 +213,7 @@ const SuggestionRow = (props: Props & { readonly suggestion: ContextSuggestion; 
         </span>
       </td>
       <td>
-        {suggestion.state === "PROPOSED" ? (
+        {suggestion.state === "PROPOSED" && props.admin ? (
           <div className="actions">
             <ActionButton pending={decide.pending} kind="primary" onClick={() => perform("approve")}>
               Approve
@@ -547,6 +267,7 @@ const Suggestions = (props: Props & { readonly decided: () => void }) => {
                     key={suggestion.id}
                     org={props.org}
                     id={props.id}
+                    admin={props.admin}
                     suggestion={suggestion}
                     changed={() => {
                       reload()
@@ -614,68 +335,70 @@ const Schedule = (props: Props) => {
           )
         }
       </Loading>
-      <form
-        className="form"
-        onSubmit={(event) => {
-          event.preventDefault()
-          void save
-            .perform(() =>
-              call((client) =>
-                client.deepScans.setSchedule({
-                  params: { organization_id: props.org, repository_id: props.id },
-                  payload: { cron: typed.trim() }
-                })
-              )
-            )
-            .then((ok) => {
-              if (ok) {
-                setCron(null)
-                reload()
-              }
-            })
-        }}
-      >
-        <label className="field">
-          <span>Cron expression (five fields, UTC)</span>
-          <input
-            type="text"
-            spellCheck={false}
-            placeholder="0 3 * * 1"
-            value={typed}
-            onChange={(event) => setCron(event.target.value)}
-          />
-        </label>
-        <div className="actions">
-          <button type="submit" className="primary" disabled={save.pending} aria-busy={save.pending}>
-            Save schedule
-          </button>
-          {loaded.data === null || loaded.data === undefined ? null : (
-            <ActionButton
-              pending={remove.pending}
-              kind="danger"
-              onClick={() =>
-                void remove
-                  .perform(() =>
-                    call((client) =>
-                      client.deepScans.removeSchedule({
-                        params: { organization_id: props.org, repository_id: props.id }
-                      })
-                    )
-                  )
-                  .then((ok) => {
-                    if (ok) {
-                      setCron(null)
-                      reload()
-                    }
+      {props.admin ? (
+        <form
+          className="form"
+          onSubmit={(event) => {
+            event.preventDefault()
+            void save
+              .perform(() =>
+                call((client) =>
+                  client.deepScans.setSchedule({
+                    params: { organization_id: props.org, repository_id: props.id },
+                    payload: { cron: typed.trim() }
                   })
-              }
-            >
-              Remove schedule
-            </ActionButton>
-          )}
-        </div>
-        <ErrorNote message={save.error ?? remove.error} />
-      </form>
+                )
+              )
+              .then((ok) => {
+                if (ok) {
+                  setCron(null)
+                  reload()
+                }
+              })
+          }}
+        >
+          <label className="field">
+            <span>Cron expression (five fields, UTC)</span>
+            <input
+              type="text"
+              spellCheck={false}
+              placeholder="0 3 * * 1"
+              value={typed}
+              onChange={(event) => setCron(event.target.value)}
+            />
+          </label>
+          <div className="actions">
+            <button type="submit" className="primary" disabled={save.pending} aria-busy={save.pending}>
+              Save schedule
+            </button>
+            {loaded.data === null || loaded.data === undefined ? null : (
+              <ActionButton
+                pending={remove.pending}
+                kind="danger"
+                onClick={() =>
+                  void remove
+                    .perform(() =>
+                      call((client) =>
+                        client.deepScans.removeSchedule({
+                          params: { organization_id: props.org, repository_id: props.id }
+                        })
+                      )
+                    )
+                    .then((ok) => {
+                      if (ok) {
+                        setCron(null)
+                        reload()
+                      }
+                    })
+                }
+              >
+                Remove schedule
+              </ActionButton>
+            )}
+          </div>
+          <ErrorNote message={save.error ?? remove.error} />
+        </form>
+      ) : null}
     </section>
   )
 }
@@ -693,6 +416,15 @@ const RepositoryDetail = (props: Props) => {
       call((client) => client.configuration.get({ params: { organization_id: props.org, repository_id: props.id } })),
     [props.org, props.id]
   )
+  // The catalog of the credentials in force here: the repository's override, else the organization's.
+  const [connection] = useLoad(
+    () =>
+      call((client) =>
+        client.agentConnection.get({ params: { organization_id: props.org }, query: { repository_id: props.id } })
+      ),
+    [props.org, props.id]
+  )
+  const [instance] = useLoad(() => call((client) => client.instance.info()), [])
 
   return (
     <section aria-labelledby="repository-title">
@@ -701,23 +433,35 @@ const RepositoryDetail = (props: Props) => {
       </p>
       {repository.data === undefined ? <h1 id="repository-title">Repository</h1> : null}
       <Loading loaded={repository}>
-        {({ data }) => <Header org={props.org} id={props.id} repository={data} changed={reloadRepository} />}
+        {({ data }) => (
+          <Header org={props.org} id={props.id} admin={props.admin} repository={data} changed={reloadRepository} />
+        )}
       </Loading>
       <Loading loaded={configuration}>
         {({ data }) => (
-          <ConfigurationForm
-            org={props.org}
-            id={props.id}
-            configuration={data}
-            saved={() => {
-              reloadConfiguration()
-              reloadRepository()
-            }}
-          />
+          <>
+            <ConfigFile configuration={data} />
+            <ConfigurationEditor
+              org={props.org}
+              repositoryId={props.id}
+              configuration={data}
+              catalog={connection.data?.data.catalog.catalog ?? null}
+              catalogProblem={connection.status === "failed" ? connection.error : null}
+              sandboxProviders={instance.data?.data.sandbox_providers ?? null}
+              canWrite={props.admin}
+              changed={() => {
+                reloadConfiguration()
+                // A configuration change can change the repository's readiness.
+                reloadRepository()
+              }}
+            />
+            <h3>Decided elsewhere on this screen</h3>
+            <Secondary org={props.org} id={props.id} admin={props.admin} configuration={data} />
+          </>
         )}
       </Loading>
-      <Suggestions org={props.org} id={props.id} decided={reloadConfiguration} />
-      <Schedule org={props.org} id={props.id} />
+      <Suggestions org={props.org} id={props.id} admin={props.admin} decided={reloadConfiguration} />
+      <Schedule org={props.org} id={props.id} admin={props.admin} />
     </section>
   )
 }

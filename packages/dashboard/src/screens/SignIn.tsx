@@ -6,6 +6,14 @@
  */
 import { useEffect, useState } from "react"
 import { failureOfResponse, noAnswer } from "../api/failure.ts"
+import { SETUP_STEP_IDS, SetupSteps } from "../setup/SetupSteps.tsx"
+
+/** Before anyone can sign in no step is done, and the first is what this section explains. */
+const FIRST_RUN_STEPS = SETUP_STEP_IDS.map((id) => ({
+  id,
+  done: false,
+  detail: id === "github_app" ? "the steps above" : ""
+}))
 
 type Probe =
   | { readonly status: "checking" }
@@ -91,6 +99,12 @@ export const SignIn = () => {
               prints the <code>bosun_session</code> cookie to set for this site.
             </li>
           </ol>
+          <h3>Getting started</h3>
+          <p>
+            The whole way to a first review. Once you are signed in, Organization settings shows this checklist with
+            each step turning green as it is done.
+          </p>
+          <SetupSteps steps={FIRST_RUN_STEPS} />
         </section>
       ) : null}
     </main>

@@ -22,6 +22,7 @@ import { CacheAndQueuesLive } from "../storage/StorageLive.ts"
 import { BOSUN_VERSION } from "../Version.ts"
 import { CliFailure } from "./CliFailure.ts"
 import { discover } from "./commands/agentConnection.ts"
+import { get as getConfig, reset as resetConfig, set as setConfig } from "./commands/config.ts"
 import { connectLinear, connectSlack } from "./commands/connections.ts"
 import { doctor } from "./commands/doctor.ts"
 import { keys } from "./commands/keys.ts"
@@ -69,6 +70,12 @@ const agentConnection = Command.make("agent-connection").pipe(
   Command.withSubcommands([discover.pipe(Command.provide(services(false)))])
 )
 
+const config = Command.make("config").pipe(
+  Command.withDescription("Organization and repository configuration"),
+  Command.withSubcommands([getConfig, setConfig, resetConfig]),
+  Command.provide(services(false))
+)
+
 /** The queues on the configured backend (Redis Streams, or Postgres on the embedded default). */
 const queueServices = CacheAndQueuesLive.pipe(
   Layer.provideMerge(Migrator.layer),
@@ -110,6 +117,7 @@ const bosun = Command.make("bosun").pipe(
     users,
     organizations,
     agentConnection,
+    config,
     queues,
     slack,
     linear,

@@ -63,22 +63,18 @@ export const runModelTurn = Effect.fn("ModelTurn.run")(function* (input: ModelTu
     credential_mode: "INLINE",
     provider_credentials: input.credentials
   }
-  const ended = yield* connection
-    .start(request)
-    .pipe(
-      Effect.andThen(
-        connection
-          .result(attemptId)
-          .pipe(
-            Effect.repeat({
-              schedule: Schedule.spaced(Duration.millis(250)),
-              until: (state) => state.status !== "RUNNING"
-            })
-          )
-      ),
-      Effect.timeoutOption(Duration.sum(MODEL_TURN_TIMEOUT, Duration.seconds(10))),
-      Effect.result
-    )
+  const ended = yield* connection.start(request).pipe(
+    Effect.andThen(
+      connection.result(attemptId).pipe(
+        Effect.repeat({
+          schedule: Schedule.spaced(Duration.millis(250)),
+          until: (state) => state.status !== "RUNNING"
+        })
+      )
+    ),
+    Effect.timeoutOption(Duration.sum(MODEL_TURN_TIMEOUT, Duration.seconds(10))),
+    Effect.result
+  )
   if (ended._tag === "Failure") return finish(false, `the agent runtime failed the turn: ${ended.failure.message}`)
   if (ended.success._tag === "None") {
     yield* Effect.ignore(connection.cancel(attemptId))

@@ -1,6 +1,7 @@
 /**
  * `bosun doctor`: every check in the order an operator fixes things — configuration, database
- * and migrations, Redis, S3, GitHub Apps, the agent runtime, the key ring — each bounded in time,
+ * and migrations, Redis, S3, GitHub Apps, the agent runtime, a model turn per organization, the
+ * key ring — each bounded in time,
  * none changing anything. A check whose prerequisite failed is skipped and says why. The
  * independent probes run side by side, so a deployment where everything is down still answers
  * within seconds. Printing is the command's job (`cli/commands/doctor.ts`).
@@ -9,6 +10,8 @@ import { RuntimeClient } from "@bosun/actors/runtime/RuntimeClient"
 import { Duration, Effect, Layer, Option } from "effect"
 import { AppConfig } from "../config/AppConfig.ts"
 import { makeKeyRing, Secrets } from "../crypto/Secrets.ts"
+import { AgentConnectionsRepo } from "../persistence/AgentConnectionsRepo.ts"
+import { ConfigurationRepo } from "../persistence/ConfigurationRepo.ts"
 import { GithubAppsRepo } from "../persistence/GithubAppsRepo.ts"
 import { SecretRotationRepo } from "../persistence/SecretRotationRepo.ts"
 import { GitHubApp } from "../providers/GitHubApp.ts"
@@ -18,6 +21,7 @@ import { checkConfiguration, type DoctorSetup, secretValues } from "./Configurat
 import { checkMigrations, DATABASE, MIGRATIONS, openDatabase } from "./DatabaseCheck.ts"
 import { checkGithubApps, GITHUB_APPS } from "./GithubAppCheck.ts"
 import { checkKeyRing, KEY_RING } from "./KeyRingCheck.ts"
+import { checkModelTurns, MODEL_TURN } from "./ModelTurnCheck.ts"
 import { checkRedis, REDIS } from "./RedisCheck.ts"
 import { checkRuntime, RUNTIME } from "./RuntimeCheck.ts"
 import { checkS3, S3 } from "./S3Check.ts"
@@ -42,11 +46,17 @@ const databaseChecks = Effect.fn("Doctor.databaseChecks")(function* (setup: Doct
       database: failed(DATABASE, opened.failure),
       migrations: skipped(MIGRATIONS, why),
       githubApps: [skipped(GITHUB_APPS, why)],
+      modelTurns: [skipped(MODEL_TURN, why)],
       keyRing: skipped(KEY_RING, why)
     }
   }
   const { context, description, masterKey } = opened.success
-  const services = Layer.mergeAll(GitHubApp.layer, SecretRotationRepo.layer).pipe(
+  const services = Layer.mergeAll(
+    GitHubApp.layer,
+    SecretRotationRepo.layer,
+    ConfigurationRepo.layer,
+    AgentConnectionsRepo.layer
+  ).pipe(
     Layer.provideMerge(GithubAppsRepo.layer),
     Layer.provide(
       Layer.mergeAll(
@@ -57,7 +67,7 @@ const databaseChecks = Effect.fn("Doctor.databaseChecks")(function* (setup: Doct
     ),
     Layer.provideMerge(Layer.succeedContext(context))
   )
-  const [migrations, githubApps, keyRing] = yield* Effect.all(
+  const [migrations, githubApps, keyRing, modelTurns] = yield* Effect.all(
     [
       runCheck(MIGRATIONS, checkMigrations(setup.settings.migrationsDir), {
         timeout: QUERY_TIMEOUT,
@@ -80,11 +90,12 @@ const databaseChecks = Effect.fn("Doctor.databaseChecks")(function* (setup: Doct
         timeout: KEY_RING_TIMEOUT,
         onTimeout:
           "run `bosun secrets rotate --dry-run` instead: it checks every envelope in resumable batches and reports the same"
-      })
+      }),
+      checkModelTurns(setup.settings)
     ],
     { concurrency: "unbounded" }
   ).pipe(Effect.provide(services))
-  return { database: ok(DATABASE, description), migrations, githubApps, keyRing }
+  return { database: ok(DATABASE, description), migrations, githubApps, modelTurns, keyRing }
 }, Effect.scoped)
 
 export const runDoctor = Effect.fn("Doctor.run")(function* () {
@@ -94,7 +105,9 @@ export const runDoctor = Effect.fn("Doctor.run")(function* () {
     return {
       results: [
         configuration.result,
-        ...[DATABASE, MIGRATIONS, REDIS, S3, GITHUB_APPS, RUNTIME, KEY_RING].map((name) => skipped(name, why))
+        ...[DATABASE, MIGRATIONS, REDIS, S3, GITHUB_APPS, RUNTIME, MODEL_TURN, KEY_RING].map((name) =>
+          skipped(name, why)
+        )
       ],
       secrets: []
     } satisfies DoctorReport
@@ -118,6 +131,7 @@ export const runDoctor = Effect.fn("Doctor.run")(function* () {
       s3,
       ...database.githubApps,
       runtime,
+      ...database.modelTurns,
       database.keyRing
     ],
     secrets: secretValues(setup)

@@ -96,7 +96,7 @@ interface Started {
 }
 
 /** Starts one runtime process and resolves once it listens (with the port it took), or fails with its last words. */
-const start = (settings: Record<string, string>) =>
+const start = (settings: Record<string, string>, logs: NodeJS.WritableStream) =>
   Effect.callback<Started, EmbeddedRuntimeError>((resume) => {
     const child = spawn(process.execPath, [runtimeMain], {
       env: childEnvironment(settings),
@@ -107,7 +107,7 @@ const start = (settings: Record<string, string>) =>
     let stderr = ""
     let listening = false
     child.stdout?.on("data", (chunk: Buffer) => {
-      process.stdout.write(chunk)
+      logs.write(chunk)
       if (listening) return
       pending += chunk.toString()
       const lines = pending.split("\n")
@@ -156,11 +156,18 @@ const stop = (started: Started) =>
     clearTimeout(timer)
   })
 
-const launchEmbedded = Effect.fn("AgentRuntime.launchEmbedded")(function* (options: {
+/**
+ * Starts a supervised embedded runtime for the caller's scope and answers its endpoint. The
+ * server's passes its log lines to stdout; `bosun doctor`'s, started for one model turn, to
+ * stderr (its stdout is the report).
+ */
+export const launchEmbedded = Effect.fn("AgentRuntime.launchEmbedded")(function* (options: {
   readonly port: number
   readonly dataDir: string
   readonly workspacesDir: string | undefined
+  readonly logs?: NodeJS.WritableStream
 }) {
+  const logs = options.logs ?? process.stdout
   const token = Redacted.make(randomBytes(32).toString("base64url"))
   const settings = (port: number) => ({
     BOSUN_RUNTIME_HOST: "127.0.0.1",
@@ -170,7 +177,7 @@ const launchEmbedded = Effect.fn("AgentRuntime.launchEmbedded")(function* (optio
     ...(options.workspacesDir === undefined ? {} : { BOSUN_RUNTIME_WORKSPACES_DIR: options.workspacesDir }),
     BOSUN_RUNTIME_SUPERVISED: "true"
   })
-  const first = yield* start(settings(options.port))
+  const first = yield* start(settings(options.port), logs)
   const port = first.port
   let current = first
   yield* Effect.annotateCurrentSpan("port", port)
@@ -179,7 +186,7 @@ const launchEmbedded = Effect.fn("AgentRuntime.launchEmbedded")(function* (optio
   const supervise = Effect.gen(function* () {
     const code = yield* Effect.promise(() => current.exited)
     yield* Effect.logError("embedded_runtime_exited").pipe(Effect.annotateLogs({ exit_code: code }))
-    current = yield* start(settings(port)).pipe(
+    current = yield* start(settings(port), logs).pipe(
       Effect.tapError((error) => Effect.logError("embedded_runtime_restart_failed", error.message)),
       Effect.retry(
         Schedule.exponential(Duration.seconds(1)).pipe(

@@ -14,13 +14,22 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { CreateBucketCommand, ListObjectsV2Command } from "@aws-sdk/client-s3"
 import { RUNTIME_PROTOCOL_VERSION } from "@bosun/domain"
-import { FakeGithub, provided, redisUrl, sealedChecksum, seedOrganizationSecrets, TestDatabase } from "@bosun/testing"
+import {
+  FakeGithub,
+  provided,
+  redisUrl,
+  sealedChecksum,
+  seedOrganizationSecrets,
+  startFakeModelServer,
+  TestDatabase
+} from "@bosun/testing"
 import { TOKEN as RUNTIME_TOKEN, startRuntime } from "@bosun/testing/RuntimeProcess"
 import { assert, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Option, Redacted, References } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig, type S3Settings } from "../../src/config/AppConfig.ts"
 import { makeKeyRing, Secrets } from "../../src/crypto/Secrets.ts"
+import { AgentConnectionsRepo } from "../../src/persistence/AgentConnectionsRepo.ts"
 import { freePort } from "../../src/persistence/EmbeddedPostgres.ts"
 import { GithubAppsRepo } from "../../src/persistence/GithubAppsRepo.ts"
 import { runMigrations } from "../../src/persistence/Migrator.ts"
@@ -192,8 +201,12 @@ layer(DeploymentLive.pipe(Layer.provideMerge(Layer.mergeAll(TestDatabase.layer, 
         for (const l of run.lines) assert.match(l, STATUS, l)
         assert.deepStrictEqual(
           run.lines.map((l) => l.split(" ")[0]),
-          ["ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok"],
+          ["ok", "ok", "ok", "ok", "ok", "ok", "ok", "skipped", "ok"],
           run.stdout
+        )
+        assert.strictEqual(
+          run.line("Model turn"),
+          "skipped Model turn: no organization has agent credentials (nothing to try a model with)"
         )
         assert.include(run.line("Configuration"), "master key version 2, previous version(s) 1")
         assert.include(run.line("Database"), "answers (PostgreSQL")
@@ -245,7 +258,7 @@ layer(DeploymentLive.pipe(Layer.provideMerge(Layer.mergeAll(TestDatabase.layer, 
       for (const name of ["Database", "Migrations", "Redis", "S3", "GitHub Apps", "Agent runtime", "Key ring"]) {
         assert.strictEqual(run.line(name), `skipped ${name}: the configuration is invalid (see the Configuration line)`)
       }
-      assert.include(run.stderr, "bosun: doctor: 1 of 8 checks failed")
+      assert.include(run.stderr, "bosun: doctor: 1 of 9 checks failed")
       assertNoSecret(run, [malformed])
     })
   )
@@ -589,5 +602,79 @@ layer(DeploymentLive.pipe(Layer.provideMerge(Layer.mergeAll(TestDatabase.layer, 
         assert.notInclude(run.stdout, "plain-doctor-org")
         assertNoSecret(run)
       })
+  )
+
+  it.effect(
+    "a model turn per organization: one the model answers, one whose provider refuses the key with its own words",
+    () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const refusing = yield* Effect.acquireRelease(
+          Effect.promise(() =>
+            startFakeModelServer({
+              turns: [
+                { type: "error", status: 401, message: "Incorrect API key provided: sk-doc...", times: Infinity }
+              ],
+              title: "Test"
+            })
+          ),
+          (server) => Effect.promise(() => server.close())
+        )
+        const answering = yield* Effect.acquireRelease(
+          Effect.promise(() => startFakeModelServer({ turns: [{ type: "text", text: "OK" }], title: "Test" })),
+          (server) => Effect.promise(() => server.close())
+        )
+        const key = (org: string) => `sk-${org}-0123456789abcdef`
+        const connect = (org: string, baseUrl: string) =>
+          Effect.gen(function* () {
+            yield* sql`INSERT INTO organizations (id, name) VALUES (${org}, ${org}) ON CONFLICT (id) DO NOTHING`
+            yield* (yield* AgentConnectionsRepo).write(
+              org,
+              null,
+              () => ({
+                fake: {
+                  type: "api",
+                  key: key(org),
+                  npm: "@ai-sdk/openai-compatible",
+                  name: "Fake Provider",
+                  base_url: baseUrl,
+                  models: { "fake-coder": { name: "Fake Coder" } }
+                }
+              }),
+              "doctor-test"
+            )
+            yield* sql`
+              INSERT INTO configuration_groups (organization_id, repository_id, group_name, value)
+              VALUES (${org}, NULL, 'agent', ${JSON.stringify({ model: "fake/fake-coder" })}::jsonb)`
+          }).pipe(
+            Effect.provide(AgentConnectionsRepo.layer),
+            Effect.provideService(Secrets, ring(KEY_V2, 2, [[1, KEY_V1]])),
+            Effect.orDie
+          )
+        yield* sql`INSERT INTO users (id, login) VALUES ('doctor-test', 'doctor-test') ON CONFLICT (id) DO NOTHING`
+        yield* connect("doctor-model-good", answering.url)
+        yield* connect("doctor-model-bad", refusing.url)
+        yield* Effect.addFinalizer(() =>
+          sql`DELETE FROM organizations WHERE id IN ('doctor-model-good', 'doctor-model-bad')`.pipe(Effect.orDie)
+        )
+
+        const run = yield* doctor()
+        assert.strictEqual(run.code, 1, run.stdout + run.stderr)
+        assert.match(
+          run.line("Model turn (doctor-model-good)"),
+          /^ok {6}Model turn \(doctor-model-good\): fake\/fake-coder answered in \d+\.\d s$/
+        )
+        const bad = run.line("Model turn (doctor-model-bad)")
+        assert.match(bad, /^FAIL {4}Model turn \(doctor-model-bad\): fake\/fake-coder did not answer: /)
+        assert.include(bad, "Incorrect API key provided")
+        assert.include(bad, "Fix: check doctor-model-bad's agent credentials")
+        // Each organization's own key reached its own provider, and nothing of it was printed.
+        assert.include(JSON.stringify(answering.requests.map((r) => r.headers)), key("doctor-model-good"))
+        assert.include(JSON.stringify(refusing.requests.map((r) => r.headers)), key("doctor-model-bad"))
+        assertNoSecret(run, [key("doctor-model-good"), key("doctor-model-bad")])
+        // The other checks are as in a working deployment.
+        assert.match(run.line("Agent runtime"), /^ok/)
+      }),
+    180_000
   )
 })
