@@ -119,7 +119,8 @@ export const ConfigurationUpdate = Schema.Struct({
   design_style_custom: patch(Instruction),
   issue_pull_request_mode: patch(IssuePullRequestMode),
   mcp_servers: patch(Schema.Array(McpServerInput).check(Schema.isMaxLength(50))),
-  model: patch(ModelId),
+  /** `""` chooses Bosun's default pick at this level (over an organization's model); `null` inherits. */
+  model: patch(Schema.Union([Schema.Literal(""), ModelId])),
   model_variant: patch(Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(64))),
   pull_request_template_path: patch(RelativePath),
   reasoning_effort: patch(ReasoningEffortSetting),

@@ -178,6 +178,12 @@ export const RepositoryConfiguration = Schema.Struct({
   skills: Schema.Array(SkillInput),
   sources: Sources,
   speed_mode: SpeedMode,
+  /**
+   * The model runs use and where it comes from: the configured `model` with the level that set it,
+   * or, when none is set, Bosun's default pick from the discovered catalog with source DEFAULT;
+   * null when no model is set and no catalog has been discovered.
+   */
+  model_in_force: Schema.NullOr(Schema.Struct({ id: Schema.String, source: ConfigurationSource })),
   /** The repository's `.bosun.yaml` as Bosun last read it (null at the organization level, or never read). */
   config_file: Schema.NullOr(ConfigFileStatus)
 })

@@ -40,6 +40,21 @@ export const modelInForce = (
   return found._tag === "Found" ? { id: found.id, model: found.model } : null
 }
 
+/** The read form with Bosun's default pick shown as the model in force when no model is set. */
+export const withModelInForce = Effect.fnUntraced(function* (
+  organizationId: string,
+  repositoryId: string | null,
+  configuration: RepositoryConfiguration
+) {
+  if (configuration.model_in_force !== null) return configuration
+  const connection = yield* (yield* AgentConnectionsRepo).view(organizationId, repositoryId)
+  if (connection.catalog.last_successful_at === null) return configuration
+  const pick = defaultModel(connection.catalog.catalog)
+  return pick === null
+    ? configuration
+    : { ...configuration, model_in_force: { id: pick.id, source: "DEFAULT" as const } }
+})
+
 export const checkModelFields = Effect.fnUntraced(function* (
   organizationId: string,
   repositoryId: string | null,
@@ -47,14 +62,14 @@ export const checkModelFields = Effect.fnUntraced(function* (
   after: RepositoryConfiguration
 ) {
   const names = (["model", "model_variant", "reasoning_effort"] as const).filter(
-    (field) => patch[field] !== undefined && patch[field] !== null
+    (field) => patch[field] !== undefined && patch[field] !== null && patch[field] !== ""
   )
   if (names.length === 0) return
   const connection = yield* (yield* AgentConnectionsRepo).view(organizationId, repositoryId)
   const catalog = connection.catalog.catalog
   if (connection.catalog.last_successful_at === null) return yield* catalogMissing(repositoryId)
   const providerIds = catalog.providers.map((provider) => provider.id).join(", ") || "none"
-  if (typeof patch.model === "string") {
+  if (typeof patch.model === "string" && patch.model !== "") {
     const found = lookupModel(catalog, patch.model)
     if (found._tag !== "Found") {
       return yield* refuse(

@@ -13,12 +13,15 @@ import {
   Conflict,
   CurrentUser,
   ErrorCodes,
-  NotFound
+  NotFound,
+  type RepositoryConfiguration
 } from "@bosun/domain"
 import { Effect, Option } from "effect"
 import { Sharding } from "effect/cluster"
 import { HttpServerResponse } from "effect/http"
 import { ConfigurationWriter } from "../configuration/ConfigurationWriter.ts"
+import { withModelInForce } from "../configuration/ModelCheck.ts"
+import { AgentConnectionsRepo } from "../persistence/AgentConnectionsRepo.ts"
 import type { ConfigurationRefused } from "../persistence/ConfigurationRepo.ts"
 import { ConfigurationRepo } from "../persistence/ConfigurationRepo.ts"
 import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
@@ -40,6 +43,11 @@ export const ConfigurationHttp = group(
     const repositories = yield* RepositoriesRepo
     const configuration = yield* ConfigurationRepo
     const writer = yield* ConfigurationWriter
+    const connections = yield* AgentConnectionsRepo
+    const readForm = (organizationId: string, repositoryId: string | null, read: RepositoryConfiguration) =>
+      withModelInForce(organizationId, repositoryId, read).pipe(
+        Effect.provideService(AgentConnectionsRepo, connections)
+      )
     const sharding = yield* Sharding.Sharding
     const wake = Effect.provideService(wakeScheduler, Sharding.Sharding, sharding)
 
@@ -78,7 +86,8 @@ export const ConfigurationHttp = group(
       .handle("getOrganization", ({ params }) =>
         Effect.gen(function* () {
           yield* access.member(params.organization_id)
-          return { data: yield* configuration.effective(params.organization_id, null) }
+          const read = yield* configuration.effective(params.organization_id, null)
+          return { data: yield* readForm(params.organization_id, null, read) }
         })
       )
       .handle("putOrganization", ({ params, payload }) => write(params.organization_id, null, payload))
@@ -87,7 +96,8 @@ export const ConfigurationHttp = group(
         Effect.gen(function* () {
           yield* access.member(params.organization_id)
           yield* repositoryOf(params.organization_id, params.repository_id)
-          return { data: yield* configuration.effective(params.organization_id, params.repository_id) }
+          const read = yield* configuration.effective(params.organization_id, params.repository_id)
+          return { data: yield* readForm(params.organization_id, params.repository_id, read) }
         })
       )
       .handle("put", ({ params, payload }) => write(params.organization_id, params.repository_id, payload))

@@ -192,6 +192,17 @@ export class ConfigurationRepo extends Context.Service<
                 ? "ORGANIZATION"
                 : "DEFAULT"
         }
+        const agentOwn = rows.find((row) => row.group_name === "agent" && row.repository_level)?.value ?? {}
+        const agentOrganization = rows.find((row) => row.group_name === "agent" && !row.repository_level)?.value ?? {}
+        // The default pick needs the catalog: readers that have it fill it in (`withModelInForce`).
+        const modelSource: ConfigurationSource | null =
+          merged.model === ""
+            ? null
+            : typeof agentOwn.model === "string"
+              ? "REPOSITORY"
+              : typeof agentOrganization.model === "string"
+                ? "ORGANIZATION"
+                : "DEFAULT"
         const configFile: ConfigFileStatus | null =
           file === undefined
             ? null
@@ -206,6 +217,7 @@ export class ConfigurationRepo extends Context.Service<
           path_instructions: fileSettings.path_instructions ?? [],
           overrides,
           sources,
+          model_in_force: modelSource === null ? null : { id: merged.model, source: modelSource },
           config_file: configFile
         } as unknown as RepositoryConfiguration
       })

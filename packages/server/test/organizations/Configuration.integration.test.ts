@@ -79,6 +79,7 @@ const allDefaults = {
   ...DEFAULT_CONFIGURATION.skills,
   path_instructions: [],
   config_file: null,
+  model_in_force: null,
   overrides: { agent: false, instructions: false, mcp: false, review_policy: false, sandbox: false, skills: false },
   sources: {
     agent: "DEFAULT",
@@ -111,6 +112,7 @@ layer(layerTestServer(), { excludeTestServices: true })("repository configuratio
         "issue_pull_request_mode",
         "mcp_servers",
         "model",
+        "model_in_force",
         "model_variant",
         "overrides",
         "path_instructions",

@@ -18,6 +18,7 @@ import {
 import { Console, Effect, Option, Schema } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { ConfigurationWriter } from "../../configuration/ConfigurationWriter.ts"
+import { withModelInForce } from "../../configuration/ModelCheck.ts"
 import { type ConfigurationRefused, ConfigurationRepo } from "../../persistence/ConfigurationRepo.ts"
 import { OrganizationsRepo } from "../../persistence/OrganizationsRepo.ts"
 import { RepositoriesRepo } from "../../persistence/RepositoriesRepo.ts"
@@ -95,7 +96,8 @@ const resolveLevel = Effect.fnUntraced(function* (
 
 /** The effective configuration as the API's `data` encodes it. */
 const readForm = Effect.fnUntraced(function* (organizationId: string, level: Level) {
-  const configuration = yield* (yield* ConfigurationRepo).effective(organizationId, level.repositoryId)
+  const effective = yield* (yield* ConfigurationRepo).effective(organizationId, level.repositoryId)
+  const configuration = yield* withModelInForce(organizationId, level.repositoryId, effective)
   return yield* Schema.encodeEffect(RepositoryConfiguration)(configuration).pipe(Effect.orDie)
 })
 
