@@ -12,11 +12,11 @@
 import type { AgentCatalog, ModelTurnResult, RepositoryConfiguration, SetupChecklist } from "@bosun/domain"
 import { assert, describe, layer } from "@effect/vitest"
 import { Duration, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
 import type { Locator, Page } from "playwright-core"
 import { ConfigurationRepo } from "../../src/persistence/ConfigurationRepo.ts"
 import { RepositoriesRepo } from "../../src/persistence/RepositoriesRepo.ts"
 import { chromiumInstalled, pageWithSession, screenshot, step, TestBrowser } from "../support/Browser.ts"
+import { recordDiscoveredCatalog } from "../support/Catalog.ts"
 import { countReaches, dashboardServerSettings, organizationApi } from "../support/DashboardServer.ts"
 import { signIn } from "../support/Identity.ts"
 import { baseUrl, layerTestServer, request } from "../support/TestServer.ts"
@@ -67,15 +67,7 @@ const catalog: AgentCatalog = {
 }
 
 /** A successful discovery of the organization's credentials, as the catalog_discovery run records one. */
-const discovered = (org: string) =>
-  Effect.flatMap(
-    SqlClient.SqlClient,
-    (sql) => sql`
-      INSERT INTO agent_catalog_discoveries (organization_id, repository_id, status, credential_fingerprint, catalog,
-                                             provider_version, started_at, finished_at, last_successful_at)
-      VALUES (${org}, NULL, 'SUCCEEDED', 'fp:0011223344556677', ${JSON.stringify(catalog)}::jsonb,
-              'opencode 1.18.33', now(), now(), now())`
-  )
+const discovered = (org: string) => recordDiscoveredCatalog(org, catalog)
 
 const upsertRepository = (org: string, name: string) =>
   Effect.flatMap(RepositoriesRepo, (repositories) =>

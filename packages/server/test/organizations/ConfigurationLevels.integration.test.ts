@@ -11,6 +11,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { ConfigurationRepo } from "../../src/persistence/ConfigurationRepo.ts"
 import { RepositoriesRepo } from "../../src/persistence/RepositoriesRepo.ts"
+import { recordDiscoveredCatalog } from "../support/Catalog.ts"
 import { errorCode, signIn } from "../support/Identity.ts"
 import { layerTestServer, request } from "../support/TestServer.ts"
 
@@ -93,15 +94,7 @@ const catalog: AgentCatalog = {
 }
 
 /** A successful discovery of the organization's credentials, as the catalog_discovery run records one. */
-const discovered = (org: string, repositoryId: string | null = null) =>
-  Effect.gen(function* () {
-    const sql = yield* SqlClient.SqlClient
-    yield* sql`
-      INSERT INTO agent_catalog_discoveries (organization_id, repository_id, status, credential_fingerprint, catalog,
-                                             provider_version, started_at, finished_at, last_successful_at)
-      VALUES (${org}, ${repositoryId}, 'SUCCEEDED', 'fp:0011223344556677', ${JSON.stringify(catalog)}::jsonb,
-              'opencode 1.18.33', now(), now(), now())`
-  })
+const discovered = (org: string) => recordDiscoveredCatalog(org, catalog)
 
 /** One field per group, with a value for each level that can set it (the file only sets two groups). */
 const MATRIX: ReadonlyArray<{
