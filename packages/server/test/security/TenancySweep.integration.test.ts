@@ -29,6 +29,8 @@ interface Operation {
   readonly method: string
   readonly path: string
   readonly pathParams: ReadonlyArray<string>
+  /** Path parameters that are no id but one of a set (a configuration group): the set's first value. */
+  readonly pathValues: Readonly<Record<string, string>>
   readonly queryParams: ReadonlyArray<string>
   readonly body: JsonSchema | undefined
   /** A server-sent event stream: asked with a short timeout, only its status read. */
@@ -54,6 +56,12 @@ const operationsOf = (document: OpenApiDocument) => {
         method: method.toUpperCase(),
         path,
         pathParams: [...path.matchAll(/\{(\w+)\}/g)].map((match) => match[1] ?? ""),
+        pathValues: Object.fromEntries(
+          (operation.parameters ?? []).flatMap((parameter) => {
+            const first = parameter.in === "path" ? parameter.schema?.enum?.[0] : undefined
+            return typeof first === "string" ? [[parameter.name, first]] : []
+          })
+        ),
         queryParams: (operation.parameters ?? []).filter((p) => p.in === "query").map((p) => p.name),
         body: schema === undefined ? undefined : resolveRefs(document, schema),
         // The document describes the run stream by its JSON fallback only: its path names it.
@@ -292,7 +300,15 @@ layer(layerTestServer({ settings: { cluster } }), { excludeTestServices: true, t
 
           const document = yield* send(
             admin.cookie,
-            { method: "GET", path: "", pathParams: [], queryParams: [], body: undefined, stream: false },
+            {
+              method: "GET",
+              path: "",
+              pathParams: [],
+              pathValues: {},
+              queryParams: [],
+              body: undefined,
+              stream: false
+            },
             "/api/v1/openapi.json",
             undefined
           )
@@ -311,7 +327,7 @@ layer(layerTestServer({ settings: { cluster } }), { excludeTestServices: true, t
             Effect.gen(function* () {
               const values: Ids = { ...ids, organization_id: org }
               const path = operation.path.replace(/\{(\w+)\}/g, (_, name: string) =>
-                encodeURIComponent(values[name] ?? "tenancy-1")
+                encodeURIComponent(values[name] ?? operation.pathValues[name] ?? "tenancy-1")
               )
               const query = operation.queryParams.filter((name) => ids[name] !== undefined)
               const search = new URLSearchParams(

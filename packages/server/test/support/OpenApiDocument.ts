@@ -21,7 +21,7 @@ export interface JsonSchema {
 }
 
 export interface OpenApiOperation {
-  readonly parameters?: ReadonlyArray<{ readonly name: string; readonly in: string }>
+  readonly parameters?: ReadonlyArray<{ readonly name: string; readonly in: string; readonly schema?: JsonSchema }>
   readonly requestBody?: { readonly content?: Readonly<Record<string, { readonly schema?: JsonSchema }>> }
   readonly responses?: Readonly<Record<string, { readonly content?: Readonly<Record<string, unknown>> }>>
   readonly security?: ReadonlyArray<Readonly<Record<string, unknown>>>
