@@ -536,7 +536,17 @@ export const runReviewCluster = (settings: ReviewClusterSettings) =>
       "PUT",
       `/api/v1/organizations/${ORG}/opencode-connection/import`,
       { cookie },
-      { auth: { fake: { type: "api", key: `sk-cluster-${randomBytes(12).toString("hex")}` } } }
+      {
+        auth: {
+          fake: {
+            type: "api",
+            key: `sk-cluster-${randomBytes(12).toString("hex")}`,
+            npm: "@ai-sdk/openai-compatible",
+            // A model in the catalog: every review runs with one, even when a custom profile reviews.
+            models: { "fake-coder": { name: "Fake Coder" } }
+          }
+        }
+      }
     )
     yield* Effect.promise(() =>
       until(

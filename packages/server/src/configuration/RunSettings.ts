@@ -14,7 +14,7 @@ import {
   type RepositoryConfiguration,
   type Skill
 } from "@bosun/domain"
-import { Effect } from "effect"
+import { Duration, Effect, Schedule } from "effect"
 import { AgentConnectionsRepo } from "../persistence/AgentConnectionsRepo.ts"
 import { ConfigurationRepo } from "../persistence/ConfigurationRepo.ts"
 import { modelInForce } from "./ModelCheck.ts"
@@ -52,13 +52,30 @@ export const teamInstructions = (configuration: RepositoryConfiguration): string
   return parts.length === 0 ? null : parts.join("\n\n")
 }
 
+/** How long a run waits for the first catalog of credentials whose discovery is under way. */
+const FIRST_CATALOG_WAIT = Duration.minutes(2)
+
+const discovering = (status: string | null) => status === "QUEUED" || status === "RUNNING"
+
 /** `forRun`: the run settings of a repository (or the organization), or the attempt's failure. */
 export const makeRunSettings = Effect.gen(function* () {
   const configurations = yield* ConfigurationRepo
   const connections = yield* AgentConnectionsRepo
   const forRun = Effect.fn("RunSettings.forRun")(function* (organizationId: string, repositoryId: string | null) {
     const configuration = yield* configurations.effective(organizationId, repositoryId)
-    const connection = yield* connections.view(organizationId, repositoryId)
+    // Credentials connected moments ago: their first catalog is on its way (seconds), so a first
+    // review waits for it rather than failing for good. A later discovery never holds a run up:
+    // the last successful catalog stays in force meanwhile.
+    const connection = yield* connections.view(organizationId, repositoryId).pipe(
+      Effect.repeat({
+        schedule: Schedule.spaced(Duration.seconds(1)),
+        until: (view) => view.catalog.last_successful_at !== null || !discovering(view.catalog.status)
+      }),
+      Effect.timeoutOrElse({
+        duration: FIRST_CATALOG_WAIT,
+        orElse: () => connections.view(organizationId, repositoryId)
+      })
+    )
     const discovered = connection.catalog.last_successful_at !== null
     const catalog = connection.catalog.catalog
     const scope = connection.auth.source_scope === "REPOSITORY" ? "repository's" : "organization's"

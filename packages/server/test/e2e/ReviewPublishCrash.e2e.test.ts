@@ -149,13 +149,21 @@ layer(Stack, { excludeTestServices: true, timeout: Duration.minutes(3) })("a ser
         const first = yield* start
         const base_ = `http://127.0.0.1:${port}/api/v1`
 
-        // Reviews need an agent connection with credentials, even for a custom profile.
+        // Reviews need an agent connection with credentials and a model, even for a custom profile.
         const imported = yield* Effect.promise(() =>
           fetch(`${base_}/organizations/${ORG}/opencode-connection/import`, {
             method: "PUT",
             headers: { cookie: admin.cookie, "content-type": "application/json" },
             body: JSON.stringify({
-              auth: { fake: { type: "api", key: "sk-crash-0123456789", npm: "@ai-sdk/openai-compatible" } }
+              auth: {
+                fake: {
+                  type: "api",
+                  key: "sk-crash-0123456789",
+                  npm: "@ai-sdk/openai-compatible",
+                  // A model in the catalog: a review runs with a model even when a custom profile reviews.
+                  models: { "fake-coder": { name: "Fake Coder" } }
+                }
+              }
             })
           }).then(async (response) => ({ status: response.status, text: await response.text() }))
         )

@@ -1,5 +1,12 @@
 import type { IntakeOutput } from "@bosun/domain"
-import { eventually, type FakeModelRequest, FakeModelServer, FakeSlack, signedSlackHeaders } from "@bosun/testing"
+import {
+  eventually,
+  type FakeModelRequest,
+  FakeModelServer,
+  FakeSlack,
+  signedSlackHeaders,
+  systemPrompt
+} from "@bosun/testing"
 import { assert, layer } from "@effect/vitest"
 import { Duration, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
@@ -119,6 +126,12 @@ layer(Server, { excludeTestServices: true, timeout: Duration.minutes(4) })("work
       Effect.gen(function* () {
         const cookie = yield* setUp
         const model = yield* FakeModelServer
+        const voice = "Answer in the team's voice: short and plain."
+        const configured = yield* request(
+          `/api/v1/organizations/${ORG}/configuration`,
+          json(cookie, "PUT", { custom_instructions: voice })
+        )
+        assert.strictEqual(configured.status, 204, configured.text)
 
         // A question: answered in its thread, once.
         decisions.set("how are refunds retried", {
@@ -152,8 +165,11 @@ layer(Server, { excludeTestServices: true, timeout: Duration.minutes(4) })("work
           }
         )
         assert.isNotNull(answeredItem.completed_at)
-        // The agent was given the request and the organization's repositories.
-        const prompt = JSON.stringify(model.requests.find((entry) => entry.kind === "agent")?.body)
+        // The agent was given the request and the organization's repositories, and the team's instructions.
+        const intake = model.requests.find((entry) => entry.kind === "agent")
+        assert.isDefined(intake)
+        if (intake !== undefined) assert.include(systemPrompt(intake), `Instructions from this team:\n${voice}`)
+        const prompt = JSON.stringify(intake?.body)
         assert.include(prompt, "how are refunds retried?")
         assert.include(prompt, "acme/shop")
         assert.include(prompt, "acme/api")

@@ -218,7 +218,7 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")(
               yield* countReaches(rows(page, "repositories"), (n) => n === 1)
 
               yield* open(page, `${base}/orgs/${ORG}/repositories/${repository.id}`)
-              yield* countReaches(page.locator("[data-testid=configuration-sources] li"), (n) => n > 0)
+              yield* countReaches(page.locator("[data-testid=source-agent]"), (n) => n === 1)
               yield* open(page, `${base}/orgs/${ORG}/work-items`)
               yield* countReaches(rows(page, "work-items"), (n) => n === 1)
               yield* open(page, `${base}/orgs/${ORG}/memories`)
