@@ -6,7 +6,8 @@
  */
 import type { AgentCatalog, ConfigurationUpdate } from "@bosun/domain"
 import { assert, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Duration, Effect, Fiber } from "effect"
+import { SqlClient } from "effect/sql"
 import { ConfigurationWriter } from "../../src/configuration/ConfigurationWriter.ts"
 import { makeRunSettings, teamInstructions } from "../../src/configuration/RunSettings.ts"
 import { OrganizationsRepo } from "../../src/persistence/OrganizationsRepo.ts"
@@ -61,7 +62,7 @@ const configure = (org: string, repositoryId: string | null, patch: Configuratio
 const forRun = (org: string, repositoryId: string | null = null) =>
   Effect.flatMap(makeRunSettings, (settings) => settings.forRun(org, repositoryId))
 
-layer(layerTestServer())("run settings", (it) => {
+layer(layerTestServer(), { excludeTestServices: true })("run settings", (it) => {
   it.effect(
     "a configured model the newest catalog no longer lists fails with model_unavailable, naming it, its provider and close matches",
     () =>
@@ -86,6 +87,21 @@ layer(layerTestServer())("run settings", (it) => {
             "close matches: openai/gpt-5. Choose a model in the organization's settings"
         )
       })
+  )
+
+  it.effect("a run waits for the first catalog of credentials whose discovery is under way, then takes its pick", () =>
+    Effect.gen(function* () {
+      yield* organization("rs-first")
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`INSERT INTO agent_catalog_discoveries (organization_id, status) VALUES ('rs-first', 'QUEUED')`
+      const started = Date.now()
+      const waiting = yield* Effect.forkChild(forRun("rs-first"))
+      yield* Effect.sleep(Duration.millis(1500))
+      yield* discovered("rs-first", catalogOf(OPENAI))
+      const settings = yield* Fiber.join(waiting)
+      assert.strictEqual(settings.model, "openai/gpt-5")
+      assert.isAtLeast(Date.now() - started, 1500)
+    })
   )
 
   it.effect("with no model configured and no catalog discovered, a run is refused with model_catalog_unavailable", () =>
