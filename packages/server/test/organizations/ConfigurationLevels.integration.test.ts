@@ -5,7 +5,12 @@
  * the model checked against the discovered catalog, MCP headers sealed and never returned, and
  * every bad input refused with a 400 naming the field and nothing written.
  */
-import { type AgentCatalog, DEFAULT_CONFIGURATION, type RepositoryConfiguration } from "@bosun/domain"
+import {
+  type AgentCatalog,
+  bosunConfigJsonSchema,
+  DEFAULT_CONFIGURATION,
+  type RepositoryConfiguration
+} from "@bosun/domain"
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
@@ -398,6 +403,19 @@ layer(layerTestServer(), { excludeTestServices: true })("configuration levels", 
       expectStatus(204, yield* send("PUT", f.admin.cookie, f.orgPath, { mcp_servers: [] }))
       assert.lengthOf(yield* sql`SELECT 1 FROM mcp_server_secrets WHERE organization_id = 'lvl-mcp'`, 0)
       assert.deepStrictEqual(yield* configurations.mcpServersForRun("lvl-mcp", f.repository.id), [])
+    })
+  )
+
+  it.effect("serves the .bosun.yaml JSON Schema and the instance's sandbox providers without a session", () =>
+    Effect.gen(function* () {
+      const schema = yield* request("/api/v1/schemas/bosun-config.json")
+      expectStatus(200, schema)
+      assert.deepStrictEqual(schema.json, bosunConfigJsonSchema)
+      const instance = yield* request("/api/v1/instance")
+      expectStatus(200, instance)
+      assert.deepStrictEqual((instance.json as { data: { sandbox_providers: unknown } }).data.sandbox_providers, [
+        "EXTERNAL_RUNTIME"
+      ])
     })
   )
 
