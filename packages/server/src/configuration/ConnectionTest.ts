@@ -6,7 +6,7 @@
  */
 import { RuntimeClient } from "@bosun/actors/runtime/RuntimeClient"
 import { ModelTurnResult, type SetupChecklist, type SetupStep } from "@bosun/domain"
-import { Effect, Option, Schema } from "effect"
+import { Duration, Effect, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { AgentConnectionsRepo } from "../persistence/AgentConnectionsRepo.ts"
 import { ConfigurationRepo } from "../persistence/ConfigurationRepo.ts"
@@ -42,7 +42,8 @@ export const makeConnectionTest = Effect.gen(function* () {
     const scope = Option.isSome(own) ? own : yield* connections.credentials(organizationId, null)
     const result = Option.isNone(scope)
       ? turnRefused("", "No agent credentials are connected: set an API key or import an OpenCode auth.json first")
-      : yield* runSettings.forRun(organizationId, repositoryId).pipe(
+      : // An admin waiting on the answer: a catalog still being discovered is said, not waited for.
+        yield* runSettings.forRun(organizationId, repositoryId, Duration.zero).pipe(
           Effect.matchEffect({
             onFailure: (error) => Effect.succeed(turnRefused("", error.message)),
             onSuccess: (settings) =>

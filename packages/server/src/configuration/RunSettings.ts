@@ -61,7 +61,15 @@ const discovering = (status: string | null) => status === "QUEUED" || status ===
 export const makeRunSettings = Effect.gen(function* () {
   const configurations = yield* ConfigurationRepo
   const connections = yield* AgentConnectionsRepo
-  const forRun = Effect.fn("RunSettings.forRun")(function* (organizationId: string, repositoryId: string | null) {
+  /**
+   * `firstCatalogWait`: how long to wait for the first catalog of credentials whose discovery is
+   * under way (a run's prepare step waits; an interactive test or doctor does not).
+   */
+  const forRun = Effect.fn("RunSettings.forRun")(function* (
+    organizationId: string,
+    repositoryId: string | null,
+    firstCatalogWait: Duration.Duration = FIRST_CATALOG_WAIT
+  ) {
     const configuration = yield* configurations.effective(organizationId, repositoryId)
     // Credentials connected moments ago: their first catalog is on its way (seconds), so a first
     // review waits for it rather than failing for good. A later discovery never holds a run up:
@@ -72,7 +80,7 @@ export const makeRunSettings = Effect.gen(function* () {
         until: (view) => view.catalog.last_successful_at !== null || !discovering(view.catalog.status)
       }),
       Effect.timeoutOrElse({
-        duration: FIRST_CATALOG_WAIT,
+        duration: firstCatalogWait,
         orElse: () => connections.view(organizationId, repositoryId)
       })
     )
@@ -91,7 +99,9 @@ export const makeRunSettings = Effect.gen(function* () {
     if (configuration.model === "" && !discovered) {
       return yield* refuse(
         "model_catalog_unavailable",
-        `No model is configured and no model catalog has been discovered for the ${scope} agent credentials: connect agent credentials (their catalog is discovered from them) or choose a model`
+        discovering(connection.catalog.status)
+          ? `No model is configured and the model catalog of the ${scope} agent credentials is still being discovered: try again in a moment, or choose a model`
+          : `No model is configured and no model catalog has been discovered for the ${scope} agent credentials: connect agent credentials (their catalog is discovered from them) or choose a model`
       )
     }
     const inForce = discovered ? modelInForce(catalog, configuration) : null

@@ -51,7 +51,8 @@ const turnOf = (organizationId: string, endpoint: RuntimeEndpoint) =>
         fix: "run doctor again"
       })
     }
-    const settings = yield* (yield* makeRunSettings).forRun(organizationId, null).pipe(
+    // Doctor reports what is there: a catalog still being discovered is not waited for.
+    const settings = yield* (yield* makeRunSettings).forRun(organizationId, null, Duration.zero).pipe(
       Effect.mapError(
         (error) =>
           new CheckFailed({
@@ -69,7 +70,7 @@ const turnOf = (organizationId: string, endpoint: RuntimeEndpoint) =>
     })
     if (!result.ok) {
       return yield* new CheckFailed({
-        message: `${result.model} did not answer: ${result.message}`,
+        message: `${result.model} did not answer (after ${(result.duration_ms / 1000).toFixed(1)} s): ${result.message}`,
         fix: `check ${organizationId}'s agent credentials (the key, the model, the provider's quota) and its model, then run the connection's Test in the dashboard`
       })
     }
@@ -99,10 +100,14 @@ export const checkModelTurns = Effect.fn("Doctor.modelTurns")(function* (setting
     ]
   }
   const endpoint = started.success
-  return yield* Effect.forEach(organizations, ({ organization_id }) =>
-    runCheck(nameOf(organization_id), turnOf(organization_id, endpoint), {
-      timeout: Duration.sum(MODEL_TURN_TIMEOUT, Duration.seconds(15)),
-      onTimeout: "the model or the runtime is too slow to answer one word: check the provider's status"
-    })
+  // Side by side (a few at a time): one slow provider must not hold up every other line.
+  return yield* Effect.forEach(
+    organizations,
+    ({ organization_id }) =>
+      runCheck(nameOf(organization_id), turnOf(organization_id, endpoint), {
+        timeout: Duration.sum(MODEL_TURN_TIMEOUT, Duration.seconds(15)),
+        onTimeout: "the model or the runtime is too slow to answer one word: check the provider's status"
+      }),
+    { concurrency: 4 }
   ).pipe(Effect.provide(RuntimeClient.layer))
 }, Effect.scoped)

@@ -94,13 +94,16 @@ export const killServer = (server: ServerProcess) =>
 
 const cliScript = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url))
 
-/** Runs the `bosun` operator CLI with `env` (nothing of this process's BOSUN_* settings leaks in). */
-export const runCli = (args: ReadonlyArray<string>, env: Record<string, string>) =>
+/**
+ * Runs the `bosun` operator CLI with `env` (nothing of this process's BOSUN_* settings leaks in),
+ * SIGTERMed after `timeoutMs`.
+ */
+export const runCli = (args: ReadonlyArray<string>, env: Record<string, string>, timeoutMs = 60_000) =>
   Effect.callback<{ readonly code: number; readonly stdout: string; readonly stderr: string }>((resume) => {
     execFile(
       process.execPath,
       [cliScript, ...args],
-      { env: cleanEnv(env), timeout: 60_000 },
+      { env: cleanEnv(env), timeout: timeoutMs },
       (error, stdout, stderr) => {
         const code = error === null ? 0 : typeof error.code === "number" ? error.code : -1
         resume(Effect.succeed({ code, stdout, stderr }))
