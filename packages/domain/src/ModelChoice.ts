@@ -101,6 +101,20 @@ export const defaultModel = (catalog: AgentCatalog): { readonly id: string; read
   return sorted[0] ?? null
 }
 
+/**
+ * The model a configuration runs with: the configured `provider/model` when the catalog lists it
+ * (`model` null for a provider listed without models), else Bosun's default pick when none is
+ * configured; null when neither applies.
+ */
+export const modelInForce = (
+  catalog: AgentCatalog,
+  configured: string
+): { readonly id: string; readonly model: CatalogModel | null } | null => {
+  if (configured === "") return defaultModel(catalog)
+  const found = lookupModel(catalog, configured)
+  return found._tag === "Found" ? { id: found.id, model: found.model } : null
+}
+
 /** One sentence for an unknown model: the provider it was looked for in and the close matches. */
 export const describeUnknownModel = (id: string, lookup: Exclude<ModelLookup, { _tag: "Found" }>): string => {
   if (lookup._tag === "UnknownProvider") {

@@ -4,7 +4,7 @@
  * variants, and a reasoning effort only for a model that reasons. With no model chosen Bosun
  * uses its default pick (`defaultModel`), which is named here so nobody has to guess it.
  */
-import { type AgentCatalog, type CatalogModel, defaultModel, lookupModel, ReasoningEffortSetting } from "@bosun/domain"
+import { type AgentCatalog, type CatalogModel, defaultModel, modelInForce, ReasoningEffortSetting } from "@bosun/domain"
 import { useId } from "react"
 import { labelOf, reasoningEffortLabel } from "../labels.ts"
 import { orgPath } from "../routes.ts"
@@ -28,16 +28,9 @@ export const capabilitiesOf = (model: CatalogModel) => {
   return `${can.join(", ")} · ${context}`
 }
 
-/** The catalog entry of the model a configuration runs with: the chosen one, else the default pick. */
-export const modelInForce = (catalog: AgentCatalog, model: string): CatalogModel | null => {
-  if (model === "") return defaultModel(catalog)?.model ?? null
-  const found = lookupModel(catalog, model)
-  return found._tag === "Found" ? found.model : null
-}
-
 /** The fields after choosing `model`: a variant the new model does not have is dropped. */
 export const withModel = (catalog: AgentCatalog | null, fields: ModelFields, model: string): ModelFields => {
-  const entry = catalog === null ? null : modelInForce(catalog, model)
+  const entry = catalog === null ? null : (modelInForce(catalog, model)?.model ?? null)
   const keepsVariant = entry === null || fields.model_variant === "" || entry.variants.includes(fields.model_variant)
   return { ...fields, model, model_variant: keepsVariant ? fields.model_variant : "" }
 }
@@ -56,7 +49,7 @@ export const ModelPicker = (props: {
   const ids = useId()
   const providers = catalog?.providers.filter((provider) => provider.models.length > 0) ?? []
   const fallback = catalog === null ? null : defaultModel(catalog)
-  const entry = catalog === null ? null : modelInForce(catalog, fields.model)
+  const entry = catalog === null ? null : (modelInForce(catalog, fields.model)?.model ?? null)
   const listed = providers.some((provider) =>
     provider.models.some((model) => `${provider.id}/${model.id}` === fields.model)
   )

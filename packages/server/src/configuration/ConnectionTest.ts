@@ -5,7 +5,7 @@
  * what is there: the GitHub App, its installation, credentials, a model, a passing test.
  */
 import { RuntimeClient } from "@bosun/actors/runtime/RuntimeClient"
-import { ModelTurnResult, type SetupChecklist, type SetupStep } from "@bosun/domain"
+import { ModelTurnResult, modelInForce, type SetupChecklist, type SetupStep } from "@bosun/domain"
 import { Duration, Effect, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { AgentConnectionsRepo } from "../persistence/AgentConnectionsRepo.ts"
@@ -13,7 +13,6 @@ import { ConfigurationRepo } from "../persistence/ConfigurationRepo.ts"
 import { GithubAppsRepo } from "../persistence/GithubAppsRepo.ts"
 import { RepositoriesRepo } from "../persistence/RepositoriesRepo.ts"
 import { AgentRuntime } from "../runtime/AgentRuntime.ts"
-import { modelInForce } from "./ModelCheck.ts"
 import { runModelTurn, turnRefused } from "./ModelTurn.ts"
 import { makeRunSettings } from "./RunSettings.ts"
 
@@ -79,7 +78,7 @@ export const makeConnectionTest = Effect.gen(function* () {
     const connection = yield* connections.view(organizationId, null)
     const configuration = yield* configurations.effective(organizationId, null)
     const discovered = connection.catalog.last_successful_at !== null
-    const inForce = discovered ? modelInForce(connection.catalog.catalog, configuration) : null
+    const inForce = discovered ? modelInForce(connection.catalog.catalog, configuration.model) : null
     const tested = yield* last(organizationId, null)
     const steps: ReadonlyArray<SetupStep> = [
       Option.match(slug, {

@@ -6,13 +6,12 @@
  * Only the fields the write names are checked, against the configuration the write leaves.
  */
 import {
-  type AgentCatalog,
-  type CatalogModel,
   type ConfigurationUpdate,
   defaultModel,
   describeUnknownModel,
   ErrorCodes,
   lookupModel,
+  modelInForce,
   type RepositoryConfiguration
 } from "@bosun/domain"
 import { Effect } from "effect"
@@ -29,16 +28,6 @@ const catalogMissing = (repositoryId: string | null) =>
       repositoryId === null ? "organization" : "repository"
     }: connect agent credentials first (the catalog is discovered from them), then choose a model`
   )
-
-/** The catalog entry of the model a configuration runs with (the configured one, else the default pick). */
-export const modelInForce = (
-  catalog: AgentCatalog,
-  configuration: Pick<RepositoryConfiguration, "model">
-): { readonly id: string; readonly model: CatalogModel | null } | null => {
-  if (configuration.model === "") return defaultModel(catalog)
-  const found = lookupModel(catalog, configuration.model)
-  return found._tag === "Found" ? { id: found.id, model: found.model } : null
-}
 
 /** The read form with Bosun's default pick shown as the model in force when no model is set. */
 export const withModelInForce = Effect.fnUntraced(function* (
@@ -79,7 +68,7 @@ export const checkModelFields = Effect.fnUntraced(function* (
       )
     }
   }
-  const inForce = modelInForce(catalog, after)
+  const inForce = modelInForce(catalog, after.model)
   if (inForce === null || inForce.model === null) return
   const variants = inForce.model.variants
   const variantNamed = typeof patch.model_variant === "string" || typeof patch.model === "string"

@@ -11,13 +11,13 @@ import {
   describeUnknownModel,
   lookupModel,
   type McpServer,
+  modelInForce,
   type RepositoryConfiguration,
   type Skill
 } from "@bosun/domain"
 import { Duration, Effect, Schedule } from "effect"
 import { AgentConnectionsRepo } from "../persistence/AgentConnectionsRepo.ts"
 import { ConfigurationRepo } from "../persistence/ConfigurationRepo.ts"
-import { modelInForce } from "./ModelCheck.ts"
 
 export interface RunSettings {
   readonly configuration: RepositoryConfiguration
@@ -104,7 +104,7 @@ export const makeRunSettings = Effect.gen(function* () {
           : `No model is configured and no model catalog has been discovered for the ${scope} agent credentials: connect agent credentials (their catalog is discovered from them) or choose a model`
       )
     }
-    const inForce = discovered ? modelInForce(catalog, configuration) : null
+    const inForce = discovered ? modelInForce(catalog, configuration.model) : null
     if (configuration.model === "" && inForce === null) {
       return yield* refuse(
         "model_catalog_unavailable",
