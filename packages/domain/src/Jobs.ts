@@ -39,7 +39,8 @@ export type AttemptStep = (typeof ATTEMPT_STEPS)[number]
 
 /**
  * One event of a run's live stream and of `workflow_events`: the runtime's event renumbered per
- * run (`seq` continues across attempts, from 1, without gaps), with the attempt it came from.
+ * run (`seq` continues across attempts, from 1, without gaps), with the attempt it came from; the
+ * run's last event is `run.ended` (`RunEnded`).
  */
 export const WorkflowEvent = Schema.Struct({
   seq: Schema.Int,
@@ -49,3 +50,18 @@ export const WorkflowEvent = Schema.Struct({
   created_at: Schema.String
 })
 export type WorkflowEvent = typeof WorkflowEvent.Type
+
+/**
+ * The type of a run's last event, written by the Scheduler in the transaction that ends the run
+ * (each attempt's own last event is the runtime's `run.finished`, which a retry may follow): a
+ * live stream ends after it.
+ */
+export const RUN_ENDED = "run.ended"
+
+/** The data of `run.ended`: how the run ended. */
+export const RunEnded = Schema.Struct({
+  status: Schema.Literals(["SUCCEEDED", "FAILED", "CANCELLED"]),
+  error: Schema.NullOr(Schema.Struct({ code: Schema.String, message: Schema.String })),
+  finished_at: Schema.String
+})
+export type RunEnded = typeof RunEnded.Type

@@ -9,6 +9,10 @@
  *   agent and a fingerprint of the whole request; never its prompt or credentials), `state.json`
  *   (the `RunState`, replaced atomically at each step), `events.ndjson` (the log), `files/` (the
  *   diff, outputs, artifacts);
+ * - `fingerprint.key` (0600): the HMAC key of those fingerprints, random and made once. It is the
+ *   data directory's, not the token: the server's embedded runtime gets a new token at each start,
+ *   and a resumed request must still match its run. The fingerprint is keyed at all so that the
+ *   credentials inside a request cannot be guessed from it;
  * - `<BOSUN_RUNTIME_WORKSPACES_DIR>/<attempt_id>/` (default `workspaces/`): `repos/` (the
  *   checkouts, the agent's working directory), `home/`, `outputs/`, `artifacts/`; removed
  *   `BOSUN_RUNTIME_WORKSPACE_RETENTION` after the run ends.
@@ -27,7 +31,7 @@
  * it becomes FAILED with `retryable: true` and error `runtime_restarted`, and its log is served
  * as it was.
  */
-import { createHash, createHmac } from "node:crypto"
+import { createHash, createHmac, randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import type { RunEvent, RunFile, RunPhase, RunRequest, RunState } from "@bosun/domain"
@@ -68,6 +72,29 @@ const writeJsonAtomic = (file: string, value: unknown) => {
   const temporary = `${file}.${process.pid}.tmp`
   fs.writeFileSync(temporary, `${JSON.stringify(value, null, 2)}\n`)
   fs.renameSync(temporary, file)
+}
+
+/**
+ * The key of the request fingerprints, `<dataDir>/fingerprint.key`: made once and linked into
+ * place whole, so that a crash never leaves half a key and two processes starting on the same
+ * directory end up with the same one.
+ */
+const fingerprintKey = (dataDir: string): Buffer => {
+  const file = path.join(dataDir, "fingerprint.key")
+  if (!fs.existsSync(file)) {
+    const temporary = `${file}.${process.pid}.tmp`
+    fs.writeFileSync(temporary, randomBytes(32), { mode: 0o600 })
+    fs.chmodSync(temporary, 0o600)
+    try {
+      fs.linkSync(temporary, file)
+    } catch (error) {
+      // Another process linked its key first: that one is the key.
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error
+    } finally {
+      fs.rmSync(temporary, { force: true })
+    }
+  }
+  return fs.readFileSync(file)
 }
 
 const contentTypeOf = (name: string) => {
@@ -244,6 +271,7 @@ export class Runs extends Context.Service<
       fs.chmodSync(dataDir, users.isolated && workspacesInside ? 0o711 : 0o700)
       makeDirectory(runsDir, 0o700)
       fs.chmodSync(runsDir, 0o700)
+      const key = fingerprintKey(dataDir)
       makeDirectory(workspacesDir, users.isolated ? 0o711 : 0o700)
       fs.chmodSync(workspacesDir, users.isolated ? 0o711 : 0o700)
       if (users.isolated) {
@@ -498,15 +526,16 @@ export class Runs extends Context.Service<
       }
 
       const start = Effect.fn("Runs.start")(function* (request: RunRequest) {
-        const fingerprint = createHmac("sha256", Redacted.value(config.token))
-          .update(canonicalJson(request))
-          .digest("hex")
+        const canonical = canonicalJson(request)
+        const fingerprint = createHmac("sha256", key).update(canonical).digest("hex")
         const existing = load(request.attempt_id)
         if (existing !== undefined) {
           if (existing.state.run_id !== request.run_id) {
             return yield* new RunConflict({ message: `Attempt ${request.attempt_id} belongs to another run` })
           }
-          if (existing.fingerprint !== fingerprint) {
+          // A run started before fingerprints had a key of their own was fingerprinted with the token.
+          const legacy = () => createHmac("sha256", Redacted.value(config.token)).update(canonical).digest("hex")
+          if (existing.fingerprint !== fingerprint && existing.fingerprint !== legacy()) {
             return yield* new RunConflict({
               message: `Run ${request.run_id} attempt ${request.attempt_id} was started with a different request`
             })

@@ -6,8 +6,9 @@
  * attempt still being RUNNING, so a recovered attempt's late writes change nothing.
  */
 import type { AttemptStep, RunEvent, RunState, WorkflowEvent } from "@bosun/domain"
-import { Effect, Option } from "effect"
+import { Data, Effect, Option } from "effect"
 import { SqlClient } from "effect/sql"
+import { storableEventData } from "../events/StorableEvent.ts"
 import { recordFirstEvent } from "./AttemptMetrics.ts"
 import type { AttemptRun } from "./AttemptPorts.ts"
 
@@ -188,6 +189,9 @@ export const cancelRequested = Effect.fn("Attempt.cancelRequested")(function* (r
   return rows[0]?.cancelled === true
 })
 
+/** The database refused a flush of runtime events; `message` is the database's own. */
+export class EventFlushError extends Data.TaggedError("EventFlushError")<{ readonly message: string }> {}
+
 /**
  * Appends runtime events to the run's `workflow_events` in one transaction, renumbered to continue
  * the run's sequence, and moves the attempt's cursor to the last runtime seq written. Fenced: when
@@ -217,13 +221,16 @@ export const flushEvents = Effect.fn("Attempt.flushEvents")(function* (
         const [top] = yield* sql<{ seq: string }>`
           SELECT coalesce(max(seq), 0) AS seq FROM workflow_events WHERE run_id = ${run.runId}`
         const base = Number(top?.seq ?? 0)
+        // Agent output is untrusted: what jsonb refuses is escaped and an event is bounded, so no
+        // event can fail its batch (the full text stays in the runtime's log).
+        const stored = events.map((event) => storableEventData(event.data ?? null))
         const rows = events.map((event, index) => ({
           run_id: run.runId,
           seq: base + index + 1,
           organization_id: run.organizationId,
           attempt: run.attempt,
           type: event.type,
-          data: JSON.stringify(event.data ?? null),
+          data: JSON.stringify(stored[index] ?? null),
           created_at: event.at
         }))
         const [first, ...rest] = rows
@@ -241,16 +248,26 @@ export const flushEvents = Effect.fn("Attempt.flushEvents")(function* (
             seq: row.seq,
             attempt: row.attempt,
             type: row.type,
-            data: events[index]?.data ?? null,
+            data: stored[index] ?? null,
             created_at: row.created_at
           })
         )
       })
     )
-    .pipe(Effect.orDie)
+    .pipe(Effect.mapError((error) => new EventFlushError({ message: databaseMessage(error) })))
   if (firstEventAfter !== undefined) yield* recordFirstEvent(firstEventAfter.workflow_type, firstEventAfter.waited_s)
   return written
 })
+
+/** The database's own words for a failed statement (the driver's error under the SqlError). */
+const databaseMessage = (error: { readonly message: string; readonly cause?: unknown }): string => {
+  const cause = error.cause
+  if (cause instanceof Error && cause.message !== "") {
+    const code = "code" in cause && typeof cause.code === "string" ? ` (SQLSTATE ${cause.code})` : ""
+    return `${cause.message}${code}`
+  }
+  return error.message
+}
 
 export interface AttemptOutcome {
   readonly status: "SUCCEEDED" | "FAILED" | "CANCELLED"

@@ -113,6 +113,12 @@ const cancelled = () => new StepFailure({ code: "cancelled", message: "the run w
 /** A flush fenced out by another worker of the same, still running attempt (see `fencedOut`). */
 const CURSOR_MOVED = "attempt_cursor_moved"
 
+/**
+ * The run's events could not be written for a reason other than a fence: not an outage to wait
+ * out inside the step, but the attempt fails at once (retryable) and the line says so at error.
+ */
+const EVENT_FLUSH_FAILED = "event_flush_failed"
+
 /** Transient failures are retried inside the step with backoff; what is left ends the attempt. */
 const transient = (failure: StepFailure) =>
   failure.retryable &&
@@ -120,7 +126,7 @@ const transient = (failure: StepFailure) =>
 
 /** One log line for a failed step: what failed, where, and the provider's own words. */
 const logStepFailure = (run: AttemptRun, name: AttemptStep, failure: StepFailure, retrying: boolean) =>
-  (retrying || failure.retryable ? Effect.logWarning : Effect.logError)(
+  (retrying || (failure.retryable && failure.code !== EVENT_FLUSH_FAILED) ? Effect.logWarning : Effect.logError)(
     retrying ? "attempt_step_retrying" : "attempt_step_failed"
   ).pipe(
     Effect.annotateLogs({
@@ -255,7 +261,16 @@ const executeChunk = (run: AttemptRun, prepared: Prepared) =>
         const phase = lines.findLast((line) => "phase" in line)
         if (events.some((event) => event.type === "run.finished")) finished = true
         if (events.length > 0) {
-          const written = yield* Records.flushEvents(run, cursor, events)
+          const written = yield* Records.flushEvents(run, cursor, events).pipe(
+            Effect.mapError(
+              (error) =>
+                new StepFailure({
+                  code: EVENT_FLUSH_FAILED,
+                  message: `the database refused the run's events: ${error.message}`,
+                  retryable: true
+                })
+            )
+          )
           if (written === undefined) return yield* Effect.fail(yield* fencedOut(run))
           cursor = events[events.length - 1]?.seq ?? cursor
           yield* publisher.Publish({ events: written }, { discard: true }).pipe(Effect.ignore)

@@ -14,6 +14,7 @@ import { Singleton } from "effect/cluster"
 import { recordAttemptFailure, recordQueueWaits } from "../attempt/AttemptMetrics.ts"
 import { MigrationGate } from "../attempt/AttemptPorts.ts"
 import { RunAttemptWorkflow } from "../attempt/RunAttemptWorkflow.ts"
+import { RunEvents } from "../events/RunEvents.ts"
 import { keepSchedulerUp, SchedulerEntity, wakeScheduler } from "./SchedulerEntity.ts"
 import { type AttemptRef, markStarted, runPass, type SchedulerSettings } from "./SchedulerPass.ts"
 
@@ -58,8 +59,19 @@ export const layerScheduler = (settings: SchedulerLayerSettings) =>
     SchedulerEntity.toLayer(
       Effect.gen(function* () {
         const wakeups = yield* Queue.sliding<void>(1)
+        const runEvents = yield* RunEvents.client
         const pass = Effect.gen(function* () {
           const report = yield* runPass(settings)
+          // Fanned out after the commit. A lost publish leaves a stream open until its period ends; the
+          // client's reconnect then reads the event from the database.
+          yield* Effect.forEach(
+            report.ended,
+            (ended) =>
+              runEvents(ended.runId)
+                .Publish({ events: [ended.event] }, { discard: true })
+                .pipe(Effect.ignore),
+            { discard: true, concurrency: 16 }
+          )
           yield* recordQueueWaits(report.queueWaits)
           yield* Effect.forEach(report.expired, interrupt, { discard: true })
           // An attempt whose worker died never reaches its own finish-attempt, where failures are

@@ -7,7 +7,8 @@
  * 1. lease recovery: a RUNNING attempt whose heartbeat is older than the lease fails as
  *    retryable (`lease_expired`); its workflow is interrupted after the commit;
  * 2. settle: a RUNNING job whose current attempt has ended becomes SUCCEEDED, CANCELLED, FAILED,
- *    or QUEUED again with an exponential backoff while attempts are left;
+ *    or QUEUED again with an exponential backoff while attempts are left; a run that ended (here
+ *    or in 3) gets its last event, `run.ended`;
  * 3. queued cancellations, and the review-batch gate: of the queued reviews of one pull request
  *    only the newest stays, the rest are SUPERSEDED;
  * 4. claim: per lane, as many of the oldest due jobs as the lane has room for, skipping a job
@@ -16,7 +17,7 @@
  * The pass reports what to start (claimed attempts whose workflow was not yet handed to the
  * engine — also ones a crash left unstarted), what to interrupt, and when it is next due.
  */
-import type { Lane } from "@bosun/domain"
+import { type Lane, RUN_ENDED, type WorkflowEvent } from "@bosun/domain"
 import { Duration, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
@@ -41,12 +42,30 @@ export interface AttemptRef {
 export interface PassReport {
   readonly claimed: number
   readonly settled: number
+  /** The runs this pass ended, each with its `run.ended` event as committed (to publish to RunEvents). */
+  readonly ended: ReadonlyArray<EndedRun>
   readonly toStart: ReadonlyArray<AttemptRef>
   readonly expired: ReadonlyArray<AttemptRef>
   /** How long each claimed job had been due (created, or out of its retry backoff), by lane. */
   readonly queueWaits: ReadonlyArray<{ readonly lane: string; readonly seconds: number }>
   /** When a queued job becomes due or a running attempt's lease runs out, if ever. */
   readonly nextDueAt: Date | null
+}
+
+export interface EndedRun {
+  readonly organizationId: string
+  readonly runId: string
+  readonly event: WorkflowEvent
+}
+
+interface EndedRow {
+  readonly run_id: string
+  readonly seq: string
+  readonly organization_id: string
+  readonly attempt: number
+  readonly type: string
+  readonly data: unknown
+  readonly created_at: Date
 }
 
 interface RefRow {
@@ -122,7 +141,7 @@ export const runPass = Effect.fn("Scheduler.pass")(function* (settings: Schedule
         WHERE r.id = next.run_id AND next.run_id IN (SELECT run_id FROM jobs_moved)
         RETURNING r.id AS run_id`
 
-        yield* sql`
+        const dropped = yield* sql<{ run_id: string }>`
         WITH dropped AS (
           UPDATE jobs SET status = 'CANCELLED', updated_at = now()
           WHERE status = 'QUEUED' AND cancel_requested_at IS NOT NULL
@@ -130,9 +149,10 @@ export const runPass = Effect.fn("Scheduler.pass")(function* (settings: Schedule
         )
         UPDATE workflow_runs SET status = 'CANCELLED', finished_at = now(), error_code = 'cancelled',
                                  error_message = 'the run was cancelled before it started', updated_at = now()
-        WHERE id IN (SELECT run_id FROM dropped)`
+        WHERE id IN (SELECT run_id FROM dropped)
+        RETURNING id AS run_id`
 
-        yield* sql`
+        const superseded = yield* sql<{ run_id: string }>`
         WITH superseded AS (
           UPDATE jobs j SET status = 'SUPERSEDED', updated_at = now()
           WHERE j.status = 'QUEUED' AND j.batch_key IS NOT NULL
@@ -144,7 +164,30 @@ export const runPass = Effect.fn("Scheduler.pass")(function* (settings: Schedule
         )
         UPDATE workflow_runs SET status = 'CANCELLED', finished_at = now(), error_code = 'superseded',
                                  error_message = 'a newer review of this pull request replaced it', updated_at = now()
-        WHERE id IN (SELECT run_id FROM superseded)`
+        WHERE id IN (SELECT run_id FROM superseded)
+        RETURNING id AS run_id`
+
+        // Every run that ended in this pass gets its last event, `run.ended`, in the same
+        // transaction: a live stream ends after it. No attempt writes the run's events any more
+        // (its job is settled), so the next sequence is the run's alone.
+        const endedRuns = [...settled, ...dropped, ...superseded].map((row) => row.run_id)
+        const ended =
+          endedRuns.length === 0
+            ? []
+            : yield* sql<EndedRow>`
+        INSERT INTO workflow_events (run_id, seq, organization_id, attempt, type, data, created_at)
+        SELECT r.id,
+               coalesce((SELECT max(e.seq) FROM workflow_events e WHERE e.run_id = r.id), 0) + 1,
+               r.organization_id, greatest(j.attempt, 1), ${RUN_ENDED},
+               jsonb_build_object(
+                 'status', r.status,
+                 'error', CASE WHEN r.error_code IS NULL THEN NULL
+                               ELSE jsonb_build_object('code', r.error_code, 'message', coalesce(r.error_message, '')) END,
+                 'finished_at', to_char(r.finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')),
+               now()
+        FROM workflow_runs r JOIN jobs j ON j.run_id = r.id
+        WHERE r.id IN ${sql.in(endedRuns)} AND r.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+        RETURNING run_id, seq, organization_id, attempt, type, data, created_at`
 
         const claimed = yield* sql<RefRow & { readonly lane: string; readonly queue_wait_s: number }>`
         WITH running AS (
@@ -194,6 +237,19 @@ export const runPass = Effect.fn("Scheduler.pass")(function* (settings: Schedule
           claimed: claimed.length,
           queueWaits: claimed.map((row) => ({ lane: row.lane, seconds: Math.max(0, row.queue_wait_s) })),
           settled: settled.length,
+          ended: ended.map(
+            (row): EndedRun => ({
+              organizationId: row.organization_id,
+              runId: row.run_id,
+              event: {
+                seq: Number(row.seq),
+                attempt: row.attempt,
+                type: row.type,
+                data: row.data,
+                created_at: row.created_at.toISOString()
+              }
+            })
+          ),
           toStart: toStart.map(toRef),
           expired: expired.map(toRef),
           nextDueAt: due?.next_due_at ?? null

@@ -3,8 +3,9 @@
  * `GET .../workflow-runs/{run_id}/events/stream`, each event's `id:` its sequence. The browser's
  * EventSource resumes with `Last-Event-ID` when the connection drops; when the server ends a
  * stream with `event: reconnect` (every 55 s) the log reopens at once with `?after=` the last
- * sequence it holds. Events are kept by sequence, so a replay after a reconnect adds no line
- * twice and a gap cannot open: the server replays everything after the sequence asked for.
+ * sequence it holds; after the run's last event the server says `end` and the log stops
+ * following. Events are kept by sequence, so a replay after a reconnect adds no line twice and a
+ * gap cannot open: the server replays everything after the sequence asked for.
  */
 import { WorkflowEvent } from "@bosun/domain"
 import { Schema } from "effect"
@@ -17,6 +18,8 @@ export interface RunLog {
   readonly connected: boolean
   /** How many times the stream was reopened after the server's `reconnect`. */
   readonly reconnects: number
+  /** The server sent the run's last event: nothing more will come. */
+  readonly ended: boolean
 }
 
 /**
@@ -24,14 +27,14 @@ export interface RunLog {
  * produce events: a finished run's stream is read once and not reopened after `reconnect`.
  */
 export const useRunEvents = (org: string, runId: string, live: boolean): RunLog => {
-  const [log, setLog] = useState<RunLog>({ events: [], connected: false, reconnects: 0 })
+  const [log, setLog] = useState<RunLog>({ events: [], connected: false, reconnects: 0, ended: false })
   const lastSeq = useRef(0)
   const following = useRef(live)
   following.current = live
 
   useEffect(() => {
     lastSeq.current = 0
-    setLog({ events: [], connected: false, reconnects: 0 })
+    setLog({ events: [], connected: false, reconnects: 0, ended: false })
     let source: EventSource | undefined
     let closed = false
     const base = `/api/v1/organizations/${encodeURIComponent(org)}/workflow-runs/${encodeURIComponent(runId)}/events/stream`
@@ -46,6 +49,10 @@ export const useRunEvents = (org: string, runId: string, live: boolean): RunLog 
         lastSeq.current = event.seq
         setLog((current) => ({ ...current, events: [...current.events, event] }))
       }
+      source.addEventListener("end", () => {
+        source?.close()
+        setLog((current) => ({ ...current, connected: false, ended: true }))
+      })
       source.addEventListener("reconnect", () => {
         source?.close()
         setLog((current) => ({ ...current, connected: false }))

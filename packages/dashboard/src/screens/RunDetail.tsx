@@ -169,7 +169,7 @@ const RunDetail = (props: { readonly org: string; readonly id: string }) => {
       <h2>
         Events{" "}
         <span className="muted" data-testid="stream-state">
-          {log.connected ? "live" : live ? "connecting…" : "finished"} · {log.events.length} events
+          {log.ended || !live ? "finished" : log.connected ? "live" : "connecting…"} · {log.events.length} events
         </span>
       </h2>
       <EventLog events={log.events} />

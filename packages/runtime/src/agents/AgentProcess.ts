@@ -54,22 +54,37 @@ const parseObject = (line: string): Record<string, unknown> | undefined => {
     : undefined
 }
 
-/** Splits a stream of chunks into lines, calling `onLine` for each complete one. */
+/**
+ * Splits a stream of byte chunks into lines, calling `onLine` for each complete one. The decoder
+ * keeps a character split across two chunks until its last byte arrives; invalid bytes become
+ * U+FFFD as the WHATWG decoder replaces them.
+ */
 const lines = (onLine: (line: string) => void) => {
-  let buffered = ""
+  const decoder = new TextDecoder("utf-8")
+  // The pieces of the line not yet ended: only newly decoded text is searched for a newline, so a
+  // very long line costs its length, not its length squared.
+  let pending: Array<string> = []
+  const take = (text: string) => {
+    let start = 0
+    let newline = text.indexOf("\n")
+    while (newline !== -1) {
+      pending.push(text.slice(start, newline))
+      const line = pending.join("")
+      pending = []
+      onLine(line.endsWith("\r") ? line.slice(0, -1) : line)
+      start = newline + 1
+      newline = text.indexOf("\n", start)
+    }
+    if (start < text.length) pending.push(text.slice(start))
+  }
   return {
-    push: (chunk: Buffer) => {
-      buffered += chunk.toString("utf8")
-      let newline = buffered.indexOf("\n")
-      while (newline !== -1) {
-        onLine(buffered.slice(0, newline).replace(/\r$/, ""))
-        buffered = buffered.slice(newline + 1)
-        newline = buffered.indexOf("\n")
-      }
-    },
+    push: (chunk: Buffer) => take(decoder.decode(chunk, { stream: true })),
     flush: () => {
-      if (buffered !== "") onLine(buffered)
-      buffered = ""
+      // Bytes of a character the stream ended in the middle of become U+FFFD.
+      take(decoder.decode())
+      const rest = pending.join("")
+      pending = []
+      if (rest !== "") onLine(rest)
     }
   }
 }

@@ -174,6 +174,8 @@ export interface AppSettings {
   readonly tracing: Option.Option<{ readonly serviceName: string; readonly protocol: "http/protobuf" | "http/json" }>
   /** How long one live run stream lasts before `event: reconnect` (spec: about 55 s). */
   readonly sseStreamDuration: Duration.Duration
+  /** How often a live run stream with nothing to send writes a comment, so proxies and clients see it alive. */
+  readonly sseKeepAliveInterval: Duration.Duration
 }
 
 const duration = (name: string, fallback: Duration.Duration) => Config.Duration(name).pipe(Config.withDefault(fallback))
@@ -401,6 +403,7 @@ export const appConfig: Config.Config<AppSettings> = Config.all({
   runtime: runtimeConfig,
   cluster: clusterConfig,
   sseStreamDuration: duration("BOSUN_SSE_STREAM_DURATION", Duration.seconds(55)),
+  sseKeepAliveInterval: duration("BOSUN_SSE_KEEPALIVE_INTERVAL", Duration.seconds(15)),
   metricsPort: Config.option(Config.Port("BOSUN_METRICS_PORT")),
   metricsHost: Config.option(Config.String("BOSUN_METRICS_HOST")),
   otlpEndpoint: Config.option(Config.URL("OTEL_EXPORTER_OTLP_ENDPOINT")),

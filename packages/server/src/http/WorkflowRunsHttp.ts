@@ -4,8 +4,12 @@
  * first, the filters combined, `page_size` 1..100 (default 25); and the live run stream
  * `GET .../workflow-runs/{run_id}/events/stream` (spec: Events 1), served from the run's RunEvents
  * entity wherever in the cluster it lives: `id:` is the event's sequence, `Last-Event-ID` wins
- * over `?after=` (a reconnecting EventSource sends the one and repeats the other), and after
- * `BOSUN_SSE_STREAM_DURATION` (55 s) the stream ends with `event: reconnect`. Without
+ * over `?after=` (a reconnecting EventSource sends the one and repeats the other). The stream
+ * opens with a comment at once (status and headers go out before any event exists), writes a
+ * keep-alive comment every `BOSUN_SSE_KEEPALIVE_INTERVAL` (15 s) and, after
+ * `BOSUN_SSE_STREAM_DURATION` (55 s), ends with `event: reconnect`. After the run's last event
+ * (`run.ended`) it ends with `event: end`; asked again for a run that has ended, with nothing
+ * after `Last-Event-ID`, it answers 204, which tells an EventSource to stop reconnecting. Without
  * `Accept: text/event-stream` but with `?after=`, the answer is the next page of events as JSON.
  * Members only.
  *
@@ -14,7 +18,7 @@
  * connection as the same bytes.
  */
 import { readEvents } from "@bosun/actors/events/RunEvents"
-import { BosunApi, DEFAULT_PAGE_SIZE, ErrorCodes, NotFound } from "@bosun/domain"
+import { BosunApi, DEFAULT_PAGE_SIZE, ErrorCodes, NotFound, type WorkflowRunStatus } from "@bosun/domain"
 import { Effect, Option, Stream } from "effect"
 import { Sse } from "effect/encoding"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
@@ -28,6 +32,15 @@ import { OrgAccess } from "./OrgAccess.ts"
 /** The most events one polling answer carries. */
 const EVENTS_PAGE = 500
 
+const ENDED: ReadonlySet<typeof WorkflowRunStatus.Type> = new Set(["SUCCEEDED", "FAILED", "CANCELLED"])
+
+const utf8 = new TextEncoder()
+const frame = (event: string) => utf8.encode(Sse.encoder.write({ _tag: "Event", id: undefined, event, data: "" }))
+const RECONNECT = frame("reconnect")
+const END = frame("end")
+const OPENED = utf8.encode(": stream open\n\n")
+const KEEP_ALIVE = utf8.encode(": keep-alive\n\n")
+
 export const WorkflowRunsHttp = group(
   BosunApi,
   "workflowRuns",
@@ -37,8 +50,6 @@ export const WorkflowRunsHttp = group(
     const config = yield* AppConfig
     const sql = yield* SqlClient.SqlClient
     const hub = yield* RunStreamHub
-    const utf8 = new TextEncoder()
-    const reconnect = utf8.encode(Sse.encoder.write({ _tag: "Event", id: undefined, event: "reconnect", data: "" }))
     return handlers
       .handle("list", ({ params, query }) =>
         Effect.gen(function* () {
@@ -79,9 +90,38 @@ export const WorkflowRunsHttp = group(
             )
             return { data, meta: { last_seq: data[data.length - 1]?.seq ?? after } }
           }
-          const body = hub
-            .stream(params.organization_id, params.run_id, after)
-            .pipe(Stream.interruptWhen(Effect.sleep(config.sseStreamDuration)), Stream.concat(Stream.make(reconnect)))
+          const ended = ENDED.has(found.value.run.status)
+          if (ended) {
+            const next = yield* Effect.provideService(
+              readEvents(params.organization_id, params.run_id, after, undefined, 1),
+              SqlClient.SqlClient,
+              sql
+            )
+            if (next.length === 0) return HttpServerResponse.empty({ status: 204 })
+          }
+          // Whether the stream reached the run's end: then it says `end`, not `reconnect`.
+          let reachedEnd = ended
+          const events = (
+            ended
+              ? hub.stored(params.organization_id, params.run_id, after)
+              : hub.stream(params.organization_id, params.run_id, after)
+          ).pipe(
+            Stream.map((chunk) => {
+              if (chunk.ended) reachedEnd = true
+              return chunk.bytes
+            }),
+            Stream.concat(Stream.suspend(() => (reachedEnd ? Stream.make(END) : Stream.empty)))
+          )
+          const body = Stream.concat(
+            Stream.make(OPENED),
+            events.pipe(
+              Stream.merge(Stream.tick(config.sseKeepAliveInterval).pipe(Stream.drop(1), Stream.as(KEEP_ALIVE)), {
+                haltStrategy: "left"
+              }),
+              Stream.interruptWhen(Effect.sleep(config.sseStreamDuration)),
+              Stream.concat(Stream.suspend(() => (reachedEnd ? Stream.empty : Stream.make(RECONNECT))))
+            )
+          )
           return HttpServerResponse.stream(body, {
             contentType: "text/event-stream",
             headers: { "cache-control": "no-cache" }

@@ -6,8 +6,9 @@
  * - `BOSUN_RUNTIME_URL` + `BOSUN_RUNTIME_TOKEN` set: the operator's runtime; nothing is launched.
  * - Otherwise the server launches the embedded runtime: the same `packages/runtime` server as a
  *   child process on `127.0.0.1:BOSUN_EMBEDDED_RUNTIME_PORT` (8787; 0 = any free port), data in
- *   `BOSUN_DATA_DIR/runtime`, with a fresh random token per start that only the two processes
- *   know. The child gets none of the server's secrets: its environment is the basic process
+ *   `BOSUN_DATA_DIR/runtime`, with a token only the two processes know, derived from the master
+ *   key (HKDF), so a server restarted after a crash or a kill -9 talks to its runtime under the
+ *   same token and resumes the runs it left. The child gets none of the server's secrets: its environment is the basic process
  *   variables plus the operator's `BOSUN_RUNTIME_*` settings (agent profiles, run limits). It runs
  *   supervised — it stops when its stdin, held by the server, closes — so even a server killed
  *   with SIGKILL leaves no runtime behind; a runtime that dies on its own is started again (its
@@ -20,12 +21,13 @@
  * `<BOSUN_DATA_DIR>-workspaces` (unless the operator's `BOSUN_RUNTIME_WORKSPACES_DIR` says where).
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { randomBytes } from "node:crypto"
+import { hkdfSync, randomBytes } from "node:crypto"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import type { RuntimeEndpoint } from "@bosun/actors/runtime/RuntimeClient"
 import { Context, Data, Duration, Effect, Fiber, Layer, Option, Redacted, Schedule } from "effect"
-import { AppConfig } from "../config/AppConfig.ts"
+import { AppConfig, type MasterKeySettings } from "../config/AppConfig.ts"
+import { InstanceSecrets } from "../config/InstanceSecrets.ts"
 
 export class EmbeddedRuntimeError extends Data.TaggedError("EmbeddedRuntimeError")<{
   readonly message: string
@@ -43,7 +45,9 @@ export class AgentRuntime extends Context.Service<
         const { url, token } = config.runtime.external.value
         return AgentRuntime.of({ endpoint: { baseUrl: url, token }, embedded: false })
       }
+      const secrets = yield* InstanceSecrets
       const endpoint = yield* launchEmbedded({
+        token: embeddedRuntimeToken(secrets.masterKey),
         port: config.runtime.embeddedPort,
         dataDir: path.resolve(config.dataDir, "runtime"),
         workspacesDir: embeddedWorkspacesDir(config.dataDir)
@@ -52,6 +56,18 @@ export class AgentRuntime extends Context.Service<
     })
   )
 }
+
+/**
+ * The embedded runtime's token: the same on every start of this instance, and not the master key
+ * itself (a separate key from HKDF), so the runtime, which never sees the master key, cannot
+ * recover it from its token.
+ */
+export const embeddedRuntimeToken = (masterKey: MasterKeySettings): Redacted.Redacted<string> =>
+  Redacted.make(
+    Buffer.from(
+      hkdfSync("sha256", Buffer.from(Redacted.value(masterKey.key), "base64"), "", "bosun/embedded-runtime-token", 32)
+    ).toString("base64url")
+  )
 
 const runtimeMain = fileURLToPath(import.meta.resolve("@bosun/runtime/main"))
 
@@ -105,11 +121,14 @@ const start = (settings: Record<string, string>, logs: NodeJS.WritableStream) =>
     const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
     let pending = ""
     let stderr = ""
+    // Streaming decoders: a character split across two chunks is decoded whole.
+    const stdoutText = new TextDecoder()
+    const stderrText = new TextDecoder()
     let listening = false
     child.stdout?.on("data", (chunk: Buffer) => {
       logs.write(chunk)
       if (listening) return
-      pending += chunk.toString()
+      pending += stdoutText.decode(chunk, { stream: true })
       const lines = pending.split("\n")
       pending = lines.pop() ?? ""
       for (const line of lines) {
@@ -123,7 +142,7 @@ const start = (settings: Record<string, string>, logs: NodeJS.WritableStream) =>
     })
     child.stderr?.on("data", (chunk: Buffer) => {
       process.stderr.write(chunk)
-      stderr = (stderr + chunk.toString()).slice(-2000)
+      stderr = (stderr + stderrText.decode(chunk, { stream: true })).slice(-2000)
     })
     child.once("error", (cause) =>
       resume(
@@ -162,13 +181,15 @@ const stop = (started: Started) =>
  * stderr (its stdout is the report).
  */
 export const launchEmbedded = Effect.fn("AgentRuntime.launchEmbedded")(function* (options: {
+  /** The token the runtime accepts; a random one for this launch when not given. */
+  readonly token?: Redacted.Redacted<string>
   readonly port: number
   readonly dataDir: string
   readonly workspacesDir: string | undefined
   readonly logs?: NodeJS.WritableStream
 }) {
   const logs = options.logs ?? process.stdout
-  const token = Redacted.make(randomBytes(32).toString("base64url"))
+  const token = options.token ?? Redacted.make(randomBytes(32).toString("base64url"))
   const settings = (port: number) => ({
     BOSUN_RUNTIME_HOST: "127.0.0.1",
     BOSUN_RUNTIME_PORT: String(port),

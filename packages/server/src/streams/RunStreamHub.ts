@@ -14,10 +14,11 @@
  *
  * A connection that falls `SUBSCRIBER_BACKLOG` batches behind is ended (its stream closes with
  * `event: reconnect`, and the client resumes with `Last-Event-ID` from the database) rather than
- * buffered without bound. The last connection of a run to leave stops the channel.
+ * buffered without bound. A connection's stream ends after the run's last event, `run.ended`.
+ * The last connection of a run to leave stops the channel.
  */
 import { RunEvents, readEvents } from "@bosun/actors/events/RunEvents"
-import type { WorkflowEvent } from "@bosun/domain"
+import { RUN_ENDED, type WorkflowEvent } from "@bosun/domain"
 import { type Cause, Context, Duration, Effect, Fiber, Layer, Option, Queue, Scope, Stream } from "effect"
 import { Sse } from "effect/encoding"
 import { SqlClient } from "effect/sql"
@@ -63,6 +64,17 @@ export const renderSse = (events: ReadonlyArray<WorkflowEvent>): Uint8Array =>
       .join("")
   )
 
+/** A piece of a connection's stream: SSE text, and whether it holds the run's last event. */
+export interface StreamChunk {
+  readonly bytes: Uint8Array
+  readonly ended: boolean
+}
+
+const chunkOf = (events: ReadonlyArray<WorkflowEvent>, bytes?: Uint8Array): StreamChunk => ({
+  bytes: bytes ?? renderSse(events),
+  ended: events.some((event) => event.type === RUN_ENDED)
+})
+
 const toBatch = (events: ReadonlyArray<WorkflowEvent>): Batch => ({
   first: events[0]?.seq ?? 0,
   last: events[events.length - 1]?.seq ?? 0,
@@ -73,8 +85,13 @@ const toBatch = (events: ReadonlyArray<WorkflowEvent>): Batch => ({
 export class RunStreamHub extends Context.Service<
   RunStreamHub,
   {
-    /** The run's events after `after` as SSE text, then its live ones; ends only when a slow reader is cut off. */
-    readonly stream: (organizationId: string, runId: string, after: number) => Stream.Stream<Uint8Array>
+    /**
+     * The run's events after `after` as SSE text, then its live ones; ends after the run's last
+     * event, or when a slow reader is cut off.
+     */
+    readonly stream: (organizationId: string, runId: string, after: number) => Stream.Stream<StreamChunk>
+    /** The run's stored events after `after` as SSE text, and nothing live: for a run that has ended. */
+    readonly stored: (organizationId: string, runId: string, after: number) => Stream.Stream<StreamChunk>
   }
 >()("bosun/server/streams/RunStreamHub") {
   /** The hub with a backlog other than the default (tests). */
@@ -89,6 +106,19 @@ export class RunStreamHub extends Context.Service<
 
         const stored = (organizationId: string, runId: string, after: number, upTo?: number, limit?: number) =>
           Effect.provideService(readEvents(organizationId, runId, after, upTo, limit), SqlClient.SqlClient, sql)
+
+        /** Stored events after `after` up to `upTo` (to the newest when undefined), a page at a time. */
+        const storedPages = (organizationId: string, runId: string, after: number, upTo: number | undefined) =>
+          Stream.paginate(after, (cursor: number) =>
+            Effect.map(
+              stored(organizationId, runId, cursor, upTo, REPLAY_PAGE),
+              (page) =>
+                [
+                  page.length === 0 ? [] : [page],
+                  page.length === REPLAY_PAGE ? Option.some(page[page.length - 1]?.seq ?? cursor) : Option.none()
+                ] as const
+            )
+          )
 
         const publish = (
           channel: Channel,
@@ -169,7 +199,7 @@ export class RunStreamHub extends Context.Service<
             if (channel.follower !== undefined) yield* Effect.forkIn(Fiber.interrupt(channel.follower), scope)
           })
 
-        const stream = (organizationId: string, runId: string, after: number): Stream.Stream<Uint8Array> =>
+        const stream = (organizationId: string, runId: string, after: number): Stream.Stream<StreamChunk> =>
           Stream.unwrap(
             Effect.gen(function* () {
               const key = `${organizationId}\u0000${runId}`
@@ -180,34 +210,25 @@ export class RunStreamHub extends Context.Service<
               let delivered = after
               // Stored events after `delivered` up to `upTo` (to the newest when undefined), a page at a time.
               const history = (upTo: number | undefined) =>
-                Stream.paginate(delivered, (cursor: number) =>
-                  Effect.map(
-                    stored(organizationId, runId, cursor, upTo, REPLAY_PAGE),
-                    (page) =>
-                      [
-                        page.length === 0 ? [] : [page],
-                        page.length === REPLAY_PAGE ? Option.some(page[page.length - 1]?.seq ?? cursor) : Option.none()
-                      ] as const
-                  )
-                ).pipe(
+                storedPages(organizationId, runId, delivered, upTo).pipe(
                   Stream.map((page) => {
                     delivered = page[page.length - 1]?.seq ?? delivered
-                    return renderSse(page)
+                    return chunkOf(page)
                   })
                 )
-              const pass = (batch: Batch): Stream.Stream<Uint8Array> =>
+              const pass = (batch: Batch): Stream.Stream<StreamChunk> =>
                 Stream.suspend(() => {
                   if (batch.last <= delivered) return Stream.empty
                   const gap = batch.first > delivered + 1 ? history(batch.first - 1) : Stream.empty
                   return Stream.concat(
                     gap,
                     Stream.suspend(() => {
-                      const bytes =
+                      const chunk =
                         batch.first > delivered
-                          ? batch.bytes
-                          : renderSse(batch.events.filter((event) => event.seq > delivered))
+                          ? chunkOf(batch.events, batch.bytes)
+                          : chunkOf(batch.events.filter((event) => event.seq > delivered))
                       delivered = batch.last
-                      return Stream.make(bytes)
+                      return Stream.make(chunk)
                     })
                   )
                 })
@@ -216,11 +237,15 @@ export class RunStreamHub extends Context.Service<
               return Stream.concat(
                 snapshot.length === 0 ? Stream.suspend(() => history(undefined)) : Stream.empty,
                 Stream.concat(Stream.fromIterable(snapshot), Stream.fromQueue(queue)).pipe(Stream.flatMap(pass))
-              )
+              ).pipe(Stream.takeUntil((chunk) => chunk.ended))
             })
           )
 
-        return RunStreamHub.of({ stream })
+        return RunStreamHub.of({
+          stream,
+          stored: (organizationId, runId, after) =>
+            storedPages(organizationId, runId, after, undefined).pipe(Stream.map((page) => chunkOf(page)))
+        })
       })
     )
 

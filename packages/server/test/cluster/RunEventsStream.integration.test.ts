@@ -13,7 +13,7 @@ import { eventually } from "@bosun/testing"
 import { assert, layer } from "@effect/vitest"
 import { Duration, Effect, Exit, Pull, Stream } from "effect"
 import { EventSource } from "eventsource"
-import { RunStreamHub } from "../../src/streams/RunStreamHub.ts"
+import { RunStreamHub, type StreamChunk } from "../../src/streams/RunStreamHub.ts"
 import { errorCode, signIn } from "../support/Identity.ts"
 import { runWithWriter } from "../support/RunEventWriter.ts"
 import { baseUrl, layerTestServer, request } from "../support/TestServer.ts"
@@ -131,12 +131,12 @@ layer(layerTestServer({ settings: { sseStreamDuration: Duration.seconds(1) } }),
           const hub = yield* RunStreamHub
           const seen: Array<number> = []
           const decoder = new TextDecoder()
-          const ids = (bytes: Uint8Array) =>
-            [...decoder.decode(bytes).matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))
+          const ids = (chunk: StreamChunk) =>
+            [...decoder.decode(chunk.bytes).matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))
           yield* emit(3)
           const pull = yield* Stream.toPull(hub.stream("stream-slow", runId, 0))
           const read = Effect.map(pull, (chunk) => {
-            for (const bytes of chunk) seen.push(...ids(bytes))
+            for (const piece of chunk) seen.push(...ids(piece))
           })
           while (seen.length < 3) yield* read
           // Seq 4 can only come through the process's channel: it follows the run live now.

@@ -11,24 +11,19 @@
  * has by the marker its body carries, records it, and posts nothing more; the run ends SUCCEEDED
  * in its one attempt, its agent run once.
  */
-import { generateKeyPairSync, randomBytes } from "node:crypto"
+import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { eventually, FakeGithub, makeGitRepository, TestDatabase } from "@bosun/testing"
+import { eventually, FakeGithub, TestDatabase } from "@bosun/testing"
 import { freePort, startRuntime, TOKEN } from "@bosun/testing/RuntimeProcess"
 import { assert, layer } from "@effect/vitest"
-import { sign } from "@octokit/webhooks-methods"
-import { Duration, Effect, Layer, Redacted } from "effect"
+import { Duration, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { GithubAppsRepo } from "../../src/persistence/GithubAppsRepo.ts"
-import { OrganizationsRepo } from "../../src/persistence/OrganizationsRepo.ts"
-import { RepositoriesRepo } from "../../src/persistence/RepositoriesRepo.ts"
-import { signIn } from "../support/Identity.ts"
 import { killServer, spawnServer, untilReady } from "../support/Process.ts"
+import { reviewedPullRequest } from "../support/ReviewedPullRequest.ts"
 import { makeTestServices } from "../support/TestServices.ts"
 
-const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 })
 const MASTER_KEY = randomBytes(32).toString("base64")
 const WEBHOOK_SECRET = "whsec-crash-5a1c"
 const APP_ID = 5151
@@ -63,53 +58,20 @@ layer(Stack, { excludeTestServices: true, timeout: Duration.minutes(3) })("a ser
     "GitHub has the review but the server died before its answer: after a restart exactly one review exists and it is recorded",
     () =>
       Effect.gen(function* () {
-        const fake = yield* FakeGithub
         const sql = yield* SqlClient.SqlClient
         const database = yield* TestDatabase
-
-        // The outside world: the App installed on acme/store, the pull request's head in git.
-        fake.addApp({
-          clientId: "Iv1.crash",
-          clientSecret: "crash-secret",
+        const { fake, importConnection, openPullRequest } = yield* reviewedPullRequest({
+          org: ORG,
+          root,
           appId: APP_ID,
-          publicKey: publicKey.export({ type: "spki", format: "pem" }).toString(),
-          slug: "bosun"
-        })
-        fake.addInstallation({ id: 82_001, appId: APP_ID, account: OWNER, repositories: [REPO] })
-        const git = yield* Effect.promise(() => makeGitRepository(path.join(root, "git"), REPO))
-        fake.addGitRepository(REPO, git.dir)
-        const base = yield* Effect.promise(() => git.commit("main", { "README.md": "store\n" }, "init"))
-        const head = yield* Effect.promise(() =>
-          git.commit("feature-1", { [FILE]: "export const total = (item) =>\n  item.price\n" }, "cart", {
-            from: "main"
-          })
-        )
-        yield* Effect.promise(() => git.setRef("refs/pull/1/head", head))
-        fake.setPull(REPO, {
-          number: 1,
-          head: { sha: head, ref: "feature-1" },
-          base: { sha: base, ref: "main" },
-          files: yield* Effect.promise(() => git.pullFiles(base, head))
-        })
-
-        // Bosun's side, written with the key the server process gets.
-        yield* (yield* OrganizationsRepo).ensure(ORG)
-        yield* sql`UPDATE organizations SET github_account_id = ${OWNER.id} WHERE id = ${ORG}`
-        yield* (yield* GithubAppsRepo).upsert(ORG, {
-          githubAppId: APP_ID,
-          slug: "bosun",
-          clientId: "Iv1.crash",
-          clientSecret: Redacted.make("crash-secret"),
-          privateKey: Redacted.make(privateKey.export({ type: "pkcs8", format: "pem" }).toString()),
-          webhookSecret: Redacted.make(WEBHOOK_SECRET)
-        })
-        yield* (yield* RepositoriesRepo).upsert(ORG, {
-          githubRepositoryId: 92_001,
-          owner: "acme",
+          installationId: 82_001,
+          repositoryId: 92_001,
+          owner: OWNER,
           name: "store",
-          defaultBranch: "main"
+          webhookSecret: WEBHOOK_SECRET,
+          file: FILE,
+          content: "export const total = (item) =>\n  item.price\n"
         })
-        const admin = yield* signIn("crash-admin", [[ORG, "ADMIN"]])
 
         const runtime = yield* Effect.acquireRelease(
           Effect.promise(() =>
@@ -147,62 +109,13 @@ layer(Stack, { excludeTestServices: true, timeout: Duration.minutes(3) })("a ser
           return server
         })
         const first = yield* start
-        const base_ = `http://127.0.0.1:${port}/api/v1`
 
-        // Reviews need an agent connection with credentials and a model, even for a custom profile.
-        const imported = yield* Effect.promise(() =>
-          fetch(`${base_}/organizations/${ORG}/opencode-connection/import`, {
-            method: "PUT",
-            headers: { cookie: admin.cookie, "content-type": "application/json" },
-            body: JSON.stringify({
-              auth: {
-                fake: {
-                  type: "api",
-                  key: "sk-crash-0123456789",
-                  npm: "@ai-sdk/openai-compatible",
-                  // A model in the catalog: a review runs with a model even when a custom profile reviews.
-                  models: { "fake-coder": { name: "Fake Coder" } }
-                }
-              }
-            })
-          }).then(async (response) => ({ status: response.status, text: await response.text() }))
-        )
+        const imported = yield* importConnection(port)
         assert.strictEqual(imported.status, 200, imported.text)
 
         // GitHub creates the review at once and answers a minute later.
         fake.delayNext({ method: "POST", path: /\/pulls\/1\/reviews$/, milliseconds: 60_000 })
-        const body = JSON.stringify({
-          action: "opened",
-          number: 1,
-          pull_request: {
-            number: 1,
-            title: "Cart",
-            state: "open",
-            draft: false,
-            merged: false,
-            changed_files: 1,
-            user: { id: 4_002, login: "dev-bo", type: "User" },
-            head: { sha: head, ref: "feature-1" },
-            base: { sha: base, ref: "main" }
-          },
-          repository: { id: 92_001, name: "store", full_name: REPO, owner: OWNER, default_branch: "main" },
-          installation: { id: 82_001 }
-        })
-        const delivered = yield* Effect.promise(async () =>
-          fetch(`${base_}/github/webhooks`, {
-            method: "POST",
-            headers: {
-              "content-type": "application/json",
-              "x-github-delivery": "crash-delivery-1",
-              "x-github-event": "pull_request",
-              "x-github-hook-installation-target-type": "integration",
-              "x-github-hook-installation-target-id": String(APP_ID),
-              "x-hub-signature-256": await sign(WEBHOOK_SECRET, body)
-            },
-            body
-          }).then((response) => response.status)
-        )
-        assert.strictEqual(delivered, 202)
+        assert.strictEqual(yield* openPullRequest(port, "crash-delivery-1"), 202)
 
         yield* eventually(
           Effect.sync(() => fake.reviews(REPO, 1)),

@@ -78,6 +78,7 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
     reviewAgentProfile: Option.none()
   },
   sseStreamDuration: Duration.seconds(55),
+  sseKeepAliveInterval: Duration.seconds(15),
   metrics: Option.none(),
   sandboxes: { platformContainer: Option.none(), hostedSandbox: Option.none() },
   tracing: Option.none(),
