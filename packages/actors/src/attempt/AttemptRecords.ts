@@ -7,7 +7,7 @@
  */
 import type { AttemptStep, RunEvent, RunState, WorkflowEvent } from "@bosun/domain"
 import { Data, Effect, Option } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, type SqlError } from "effect/sql"
 import { storableEventData } from "../events/StorableEvent.ts"
 import { recordFirstEvent } from "./AttemptMetrics.ts"
 import type { AttemptRun } from "./AttemptPorts.ts"
@@ -259,9 +259,9 @@ export const flushEvents = Effect.fn("Attempt.flushEvents")(function* (
   return written
 })
 
-/** The database's own words for a failed statement (the driver's error under the SqlError). */
-const databaseMessage = (error: { readonly message: string; readonly cause?: unknown }): string => {
-  const cause = error.cause
+/** The database's own words for a failed statement: the driver's error under the SqlError's reason. */
+const databaseMessage = (error: SqlError.SqlError): string => {
+  const cause = error.reason.cause
   if (cause instanceof Error && cause.message !== "") {
     const code = "code" in cause && typeof cause.code === "string" ? ` (SQLSTATE ${cause.code})` : ""
     return `${cause.message}${code}`

@@ -49,7 +49,8 @@ echo '{"summary":"done"}' > "$BOSUN_OUTPUT_DIR/report.json"`
         ]
       },
       sleeper: { command: [fixtures.script("sleeper.sh", `echo '{"type":"started"}'\nexec sleep 600`)] },
-      crasher: { command: [fixtures.script("crasher.sh", 'echo "boom" >&2\nexit 3')] }
+      crasher: { command: [fixtures.script("crasher.sh", 'echo "boom" >&2\nexit 3')] },
+      poisoner: { command: [fixtures.script("poisoner.sh", 'echo \'{"type":"poison"}\'\nsleep 1')] }
     })
   })
 })
@@ -242,10 +243,13 @@ describe("the run pipeline", () => {
             "agent.event",
             "agent.event",
             "run.phase",
-            "run.finished"
+            "run.finished",
+            "run.ended"
           ]
         )
         assert.deepStrictEqual(events[2]?.data, { type: "step", n: 1 })
+        // The run's last event, written by the Scheduler in the pass that ended the run.
+        assert.deepInclude(events[events.length - 1]?.data, { status: "SUCCEEDED", error: null })
         assert.isTrue(events.every((e) => e.attempt === 1))
 
         // Published once, with the run's output file.
@@ -362,6 +366,42 @@ describe("the run pipeline", () => {
   )
 
   it.live(
+    "a flush the database refuses fails the attempt at once, retryable, with one error line carrying the database's words",
+    () =>
+      Effect.gen(function* () {
+        const { sql, organizationId } = yield* setup
+        const capture = yield* LogCapture
+        // Not a value jsonb refuses (those are escaped before the write): the database itself says no.
+        yield* sql`CREATE OR REPLACE FUNCTION test_refuse_poison() RETURNS trigger AS $$
+                   BEGIN
+                     IF NEW.data->>'type' = 'poison' THEN RAISE EXCEPTION 'refused by the test''s trigger'; END IF;
+                     RETURN NEW;
+                   END $$ LANGUAGE plpgsql`
+        yield* sql`CREATE OR REPLACE TRIGGER test_refuse_poison BEFORE INSERT ON workflow_events
+                   FOR EACH ROW EXECUTE FUNCTION test_refuse_poison()`
+        const queued = yield* echo(organizationId, "poisoner", { maxAttempts: 1 })
+        yield* wakeScheduler
+        assert.strictEqual(yield* untilStatus(queued.runId, ["SUCCEEDED", "FAILED"]), "FAILED")
+        // Ended by the step, not by its lease running out.
+        assert.deepStrictEqual(yield* attemptsOf(queued.runId), [
+          { attempt: 1, status: "FAILED", exit_reason: "event_flush_failed", retryable: true }
+        ])
+        const failed = (yield* capture.records).filter(
+          (record) => record.msg === "attempt_step_failed" && record.run_id === queued.runId
+        )
+        assert.deepStrictEqual(
+          failed.map((record) => [record.level, record.attempt, record.step, record.code, record.retryable]),
+          [["error", 1, "execute", "event_flush_failed", true]]
+        )
+        assert.match(
+          String(failed[0]?.error),
+          /^the database refused the run's events: refused by the test's trigger \(SQLSTATE P0001\)$/
+        )
+      }).pipe(Effect.provide(cluster())),
+    60_000
+  )
+
+  it.live(
     "a run's last failed attempt is reported once through its workflow type with the step that failed; an attempt that will be retried is not",
     () =>
       Effect.gen(function* () {
@@ -409,9 +449,11 @@ describe("the run pipeline", () => {
         const [release] = yield* sql<{ status: string }>`
           SELECT status FROM workflow_attempt_steps WHERE attempt_id = ${`${queued.runId}:1`} AND step = 'release-sandbox'`
         assert.strictEqual(release?.status, "SUCCEEDED")
-        const [last] = yield* sql<{ type: string; data: { status: string } }>`
-          SELECT type, data FROM workflow_events WHERE run_id = ${queued.runId} ORDER BY seq DESC LIMIT 1`
-        assert.strictEqual(last?.type, "run.finished")
+        const [last, finished] = yield* sql<{ type: string; data: { status: string } }>`
+          SELECT type, data FROM workflow_events WHERE run_id = ${queued.runId} ORDER BY seq DESC LIMIT 2`
+        assert.strictEqual(finished?.type, "run.finished")
+        assert.strictEqual(finished?.data.status, "CANCELLED")
+        assert.strictEqual(last?.type, "run.ended")
         assert.strictEqual(last?.data.status, "CANCELLED")
         assert.isFalse(yield* requestCancel(organizationId, queued.runId), "a finished run cannot be cancelled again")
       }).pipe(Effect.provide(cluster())),
