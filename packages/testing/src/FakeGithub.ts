@@ -63,6 +63,7 @@ import type { AddressInfo } from "node:net"
 import { Context, Effect, Layer, Predicate } from "effect"
 import { graphqlRequestViolations, restRequestViolations } from "./GithubDescription.ts"
 import {
+  type FakeGithubPullFile,
   type GitCommit,
   type GitTreeChange,
   gitCommitsAhead,
@@ -82,6 +83,8 @@ import {
   isGitSha
 } from "./GitRepository.ts"
 import { serveGitSmartHttp } from "./GitSmartHttp.ts"
+
+export type { FakeGithubPullFile }
 
 /**
  * Checks a request against GitHub's own descriptions: REST under `/api/v3` against the OpenAPI
@@ -136,18 +139,6 @@ export interface FakeGithubInstallation {
   readonly account: { readonly id: number; readonly login: string; readonly type: "User" | "Organization" }
   /** `owner/name` of each repository it reaches. */
   readonly repositories: ReadonlyArray<string>
-}
-
-export interface FakeGithubPullFile {
-  readonly filename: string
-  /** added, modified, removed, renamed, copied, changed, unchanged. */
-  readonly status: string
-  readonly additions: number
-  readonly deletions: number
-  /** The path before a rename. */
-  readonly previous_filename?: string
-  /** The unified diff; left out, as GitHub does, for binary and very large files. */
-  readonly patch?: string
 }
 
 export interface FakeGithubPull {

@@ -8,7 +8,19 @@ import { execFile } from "node:child_process"
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
-import type { FakeGithubPullFile } from "./FakeGithub.ts"
+
+/** A changed file of a pull request, as GitHub's `pulls/{n}/files` lists it. */
+export interface FakeGithubPullFile {
+  readonly filename: string
+  /** added, modified, removed, renamed, copied, changed, unchanged. */
+  readonly status: string
+  readonly additions: number
+  readonly deletions: number
+  /** The path before a rename. */
+  readonly previous_filename?: string
+  /** The unified diff; left out, as GitHub does, for binary and very large files. */
+  readonly patch?: string
+}
 
 /** An environment for git that depends on no system or global configuration and never prompts. */
 export const isolatedGitEnv = (): NodeJS.ProcessEnv => {
