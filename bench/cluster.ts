@@ -1,5 +1,5 @@
 /**
- * `npm run bench:cluster` (issue 12, "Done when"): several runners for real, measured and broken.
+ * `npm run bench:cluster`: several runners for real, measured and broken.
  *
  * 1. **Throughput on 1, 2 and 3 runners.** BENCH_CLUSTER_PRS pull requests (default 90) reviewed
  *    from webhooks by 1, then 2, then 3 production server processes (`@bosun/testing`

@@ -1,6 +1,6 @@
 /**
- * `npm run bench:review` (issue 8, "Done when"): the control plane's own cost of a pull-request
- * review and of acknowledging a webhook, each figure beside a baseline taken in the same run.
+ * `npm run bench:review`: the control plane's own cost of a pull-request review and of
+ * acknowledging a webhook, each figure beside a baseline taken in the same run.
  *
  * 1. **Overhead per review**: BENCH_PRS pull requests (default 200, after 3 sequential warm-ups),
  *    their signed `pull_request` opened deliveries sent at BENCH_REVIEW_RATE per second (default 2,

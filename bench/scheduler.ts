@@ -1,9 +1,9 @@
 /**
- * `npm run bench:scheduler` (issue 7, "Done when"): the cluster's run pipeline end to end — the
- * Scheduler claiming queued jobs, one `RunAttemptWorkflow` per attempt on the real runtime
- * process (CUSTOM profiles, EXTERNAL_RUNTIME), events flushed to `workflow_events` and fanned out
- * by the run's `RunEvents` entity to SSE subscribers — each figure beside a baseline taken in the
- * same run on the same runtime process:
+ * `npm run bench:scheduler`: the cluster's run pipeline end to end — the Scheduler claiming queued
+ * jobs, one `RunAttemptWorkflow` per attempt on the real runtime process (CUSTOM profiles,
+ * EXTERNAL_RUNTIME), events flushed to `workflow_events` and fanned out by the run's `RunEvents`
+ * entity to SSE subscribers — each figure beside a baseline taken in the same run on the same
+ * runtime process:
  *
  * 1. **Throughput**: BENCH_RUNS runs (default 200) of a profile whose command finishes at once,
  *    committed in one transaction, until all have ended (the last `finished_at`) → runs/s, with

@@ -1,8 +1,8 @@
 /**
- * The credential-injection egress proxy for real on loopback (issue 6 "Done when": "the agent
- * side sees only placeholders, the upstream fake sees the real token, a host outside the tier is
- * refused"). The agent side is undici through the proxy, trusting only the deployment CA; the
- * upstream is an HTTPS server with a certificate of its own CA, which the proxy is told to trust.
+ * The credential-injection egress proxy for real on loopback: the agent side sees only
+ * placeholders, the upstream fake sees the real token, a host outside the tier is refused. The
+ * agent side is undici through the proxy, trusting only the deployment CA; the upstream is an HTTPS
+ * server with a certificate of its own CA, which the proxy is told to trust.
  */
 import * as https from "node:https"
 import type { AddressInfo } from "node:net"

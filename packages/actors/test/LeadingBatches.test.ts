@@ -1,5 +1,5 @@
 /**
- * Leading-edge batching of the attempt event tail (issue 7, commit → first event latency): the
+ * Leading-edge batching of the attempt event tail (for commit → first event latency): the
  * first event after a quiet spell goes out at once, events arriving inside the interval after a
  * flush are gathered, a full batch does not wait, and nothing is lost, reordered or duplicated.
  */

@@ -1,9 +1,8 @@
 /**
- * The runtime client against the real runtime process (issue 6: "one runtime client (undici)
- * speaking this protocol to any provider, with the protocol header, retries on connect errors,
- * resumable tail by after="): typed answers and errors, a tail that survives connections cut
- * every few kilobytes with no gap and no duplicate, and a start that waits out a runtime still
- * coming up.
+ * The runtime client against the real runtime process (undici, with the protocol header, retries on
+ * connect errors and a tail resumable by `after=`): typed answers and errors, a tail that survives
+ * connections cut every few kilobytes with no gap and no duplicate, and a start that waits out a
+ * runtime still coming up.
  */
 import * as net from "node:net"
 import * as path from "node:path"

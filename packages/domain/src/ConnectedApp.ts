@@ -4,7 +4,7 @@
  * toolkit slug, for themselves. A toolkit that needs no authentication is simply usable (ACTIVE,
  * no link); any other answers AUTHORIZATION_REQUIRED with a hosted connect link the user opens
  * before `expires_at`. The statuses are Composio's own words for a connected account.
- * `GET .../composio/connections` (issue 5) lists the member's own apps as `ConnectedApp`: what
+ * `GET .../composio/connections` lists the member's own apps as `ConnectedApp`: what
  * the dashboard shows, never the link (a bearer URL) nor any Composio id.
  */
 import { Schema } from "effect"

@@ -2,7 +2,7 @@
  * A deep scan (spec: Resources "Deep scan"; Organization endpoints `GET`/`POST .../deep-scans`):
  * an agent's audit of a whole repository at one commit, the default branch's head when it was
  * launched. Its status is its workflow run's; the counts, risk level and summary are written as
- * the scan's findings arrive and are decided (issue 10).
+ * the scan's findings arrive and are decided.
  *
  * - `completion_status`: COMPLETE when every part of the repository was covered, PARTIAL when
  *   something was skipped; null until the scan has finished.
@@ -50,7 +50,7 @@ export const DeepScanLaunch = Schema.Struct({ repository_id: PathId })
 export const DEFAULT_DEEP_SCAN_PAGE_SIZE = 20
 
 /**
- * A repository's recurring deep scan (issue 10): a five-field cron expression (minute hour
+ * A repository's recurring deep scan: a five-field cron expression (minute hour
  * day-of-month month day-of-week, UTC) the cluster's cron runs on one runner; each occurrence
  * launches one scan at the default branch's head, as `POST .../deep-scans` does.
  */

@@ -1,5 +1,5 @@
 /**
- * An organization's connection to Linear, the issue tracker (issue 9; the spec names no endpoint
+ * An organization's connection to Linear, the issue tracker (the spec names no endpoint
  * for it, so Bosun defines `PUT/GET/DELETE .../linear-connection`, README "Linear"). The webhook
  * signing secret and the API token are write-only: sealed on arrival, never returned.
  */

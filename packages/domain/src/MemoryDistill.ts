@@ -1,10 +1,10 @@
 /**
- * What a memory-distill run's agent must produce (issue 10, "Memories"): from one piece of
- * feedback — a person's reply on a Bosun finding's thread, a reason-coded 👎 reply, or an explicit
- * `@<slug> remember ...` — either one convention worth keeping, or `propose: false` with why
- * (a one-off fix, a question, thanks). The agent is shown the organization's memories that exist;
- * a convention one of them already states is answered with `restates_memory_id`, and Bosun merges
- * the feedback into that memory (its provenance appended) instead of proposing it twice.
+ * What a memory-distill run's agent must produce: from one piece of feedback — a person's reply on
+ * a Bosun finding's thread, a reason-coded 👎 reply, or an explicit `@<slug> remember ...` — either
+ * one convention worth keeping, or `propose: false` with why (a one-off fix, a question, thanks).
+ * The agent is shown the organization's memories that exist; a convention one of them already
+ * states is answered with `restates_memory_id`, and Bosun merges the feedback into that memory (its
+ * provenance appended) instead of proposing it twice.
  */
 import { Schema } from "effect"
 import { MemoryScope } from "./Memory.ts"

@@ -1,7 +1,7 @@
 /**
- * The review agent's output contract (issue 8: "Output contract"): what a review run's agent
- * must leave in `outputs/review.json`. The publish step decodes it with this Schema and posts
- * nothing from output that does not match — a review is never posted half-parsed.
+ * The review agent's output contract: what a review run's agent must leave in
+ * `outputs/review.json`. The publish step decodes it with this Schema and posts nothing from output
+ * that does not match — a review is never posted half-parsed.
  *
  * A finding anchors to lines of one file on one side of the diff (RIGHT: the pull request's head,
  * LEFT: its base); `suggestion` is replacement text for exactly those lines, shown by GitHub as a

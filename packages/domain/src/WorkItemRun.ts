@@ -1,9 +1,8 @@
 /**
- * What a work item's runs must produce (issue 9, "Work items" flow; spec: Work item
- * resource): the agent decides whether the request is a question it can answer, a change (with
- * the repository and a plan, which then waits for APPROVE), or something it cannot place without
- * more context (it asks, and the item waits with waiting_reason CONTEXT). Output that does not
- * match is rejected and nothing is posted.
+ * What a work item's runs must produce (spec: Work item resource): the agent decides whether the
+ * request is a question it can answer, a change (with the repository and a plan, which then waits
+ * for APPROVE), or something it cannot place without more context (it asks, and the item waits with
+ * waiting_reason CONTEXT). Output that does not match is rejected and nothing is posted.
  */
 import { Schema } from "effect"
 

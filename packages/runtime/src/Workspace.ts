@@ -1,5 +1,5 @@
 /**
- * An attempt's workspace (issue 6: "a fresh directory per attempt, checked out with git"): each
+ * An attempt's workspace (a fresh directory per attempt, checked out with git): each
  * repository of the run request cloned under its `path` at `ref` — a branch, `refs/heads/...`,
  * a tag, or any other ref such as a pull request's `refs/pull/N/head` — and `sha`, when pinned; and,
  * once the agent is done, the changes it made as one unified diff against what was checked out.

@@ -1,8 +1,8 @@
 /**
- * The CATALOG task of the real runtime process with the real agent CLIs (protocol 1.1; issue 7:
- * catalog discovery): OPENCODE lists the providers its credentials define, AGENT_ONE lists
- * Codex's visible OpenAI models, a CUSTOM profile is told the task and writes the catalog itself.
- * Each catalog is read back from `outputs/catalog.json` and decoded with the domain schema.
+ * The CATALOG task of the real runtime process with the real agent CLIs (protocol 1.1): OPENCODE
+ * lists the providers its credentials define, AGENT_ONE lists Codex's visible OpenAI models, a
+ * CUSTOM profile is told the task and writes the catalog itself. Each catalog is read back from
+ * `outputs/catalog.json` and decoded with the domain schema.
  */
 import * as path from "node:path"
 import { CatalogOutput, RunState } from "@bosun/domain"

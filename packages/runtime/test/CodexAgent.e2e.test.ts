@@ -1,12 +1,11 @@
 /**
- * The AGENT_ONE adapter end to end (issue 6: agent adapters, "a full agent turn offline"): the
- * real runtime process runs the real Codex CLI against the fixture repository, with a fake model
- * speaking the Responses API that scripts the turn in Codex's own shell tool (`exec_command`
- * `{cmd}`; an `apply_patch` heredoc through it is Codex's file edit). Checked: the run's diff,
- * outputs, usage and events; that the key, the tool results, the instructions, the skill and the
- * MCP server reached the model (and no AGENTS.md of the host, whose checkout holds the data
- * directory); that the key stays out of every file of the attempt; and that model failures and
- * unusable credentials fail the run.
+ * The AGENT_ONE adapter end to end (a full agent turn offline): the real runtime process runs the
+ * real Codex CLI against the fixture repository, with a fake model speaking the Responses API that
+ * scripts the turn in Codex's own shell tool (`exec_command` `{cmd}`; an `apply_patch` heredoc
+ * through it is Codex's file edit). Checked: the run's diff, outputs, usage and events; that the
+ * key, the tool results, the instructions, the skill and the MCP server reached the model (and no
+ * AGENTS.md of the host, whose checkout holds the data directory); that the key stays out of every
+ * file of the attempt; and that model failures and unusable credentials fail the run.
  */
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"

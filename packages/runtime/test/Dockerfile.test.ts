@@ -1,8 +1,8 @@
 /**
- * `infra/runtime.Dockerfile` (issue 6: "an image whose entrypoint is this server as PID 1
- * running as uid 1000, with git and the agent CLIs"). No Docker engine runs here, so the file is
- * checked as text: the final stage's base image, user, entrypoint (exec form, so node is PID 1),
- * the packages it installs, and that every path it copies exists in the repository.
+ * `infra/runtime.Dockerfile` (an image whose entrypoint is the runtime server as PID 1 running as
+ * uid 1000, with git and the agent CLIs). No Docker engine runs here, so the file is checked as
+ * text: the final stage's base image, user, entrypoint (exec form, so node is PID 1), the packages
+ * it installs, and that every path it copies exists in the repository.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"

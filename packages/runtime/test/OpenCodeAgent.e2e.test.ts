@@ -1,11 +1,11 @@
 /**
- * The OPENCODE adapter end to end (issue 6: agent adapters, "a full agent turn offline"): the
- * real runtime process runs the real OpenCode CLI against the fixture repository, with a fake
- * OpenAI-compatible model that scripts the turn in OpenCode's own tool names (read, write, edit,
- * bash). Checked: the run's diff, outputs, usage and events; that the key, the tool results, the
- * instructions, the skill and the MCP server reached the model (and no AGENTS.md of the host);
- * that the key stays out of the runtime's run files; and that model failures (retried or not),
- * a tool OpenCode refuses and unreadable credentials fail the run.
+ * The OPENCODE adapter end to end (a full agent turn offline): the real runtime process runs the
+ * real OpenCode CLI against the fixture repository, with a fake OpenAI-compatible model that
+ * scripts the turn in OpenCode's own tool names (read, write, edit, bash). Checked: the run's diff,
+ * outputs, usage and events; that the key, the tool results, the instructions, the skill and the
+ * MCP server reached the model (and no AGENTS.md of the host); that the key stays out of the
+ * runtime's run files; and that model failures (retried or not), a tool OpenCode refuses and
+ * unreadable credentials fail the run.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"

@@ -1,7 +1,7 @@
 /**
- * A Dockerfile read as text, for the tests of `infra/*.Dockerfile` (issues 6 and 12): no Docker
- * engine runs here, so each image is checked by its instructions — the final stage's base
- * image, user and entrypoint, what it installs, and that what it copies exists.
+ * A Dockerfile read as text, for the tests of `infra/*.Dockerfile`: no Docker engine runs here, so
+ * each image is checked by its instructions — the final stage's base image, user and entrypoint,
+ * what it installs, and that what it copies exists.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"

@@ -1,5 +1,5 @@
 /**
- * Helm for tests (issue 12: "the Helm chart renders", no cluster and no network): the real `helm`
+ * Helm for tests (rendering the Helm chart with no cluster and no network): the real `helm`
  * binary — v3.8.1 linux-amd64, which the npm package `@aws-cdk/asset-kubectl-v20` ships inside its
  * `lib/layer.zip` — extracted once into `node_modules/.cache/bosun-helm/`, and `helm template`
  * run on a chart with its values given as an object. Nothing is re-implemented: the manifests a

@@ -1,8 +1,7 @@
 /**
- * Kubernetes manifests checked offline against the API's own schemas (issue 12: "every rendered
- * manifest is validated against the Kubernetes OpenAPI schemas, no cluster needed"), strictly —
- * as `kubectl apply --validate=strict` does — from two npm packages generated from the
- * Kubernetes OpenAPI spec:
+ * Kubernetes manifests checked offline against the API's own schemas, strictly — as
+ * `kubectl apply --validate=strict` does — from two npm packages generated from the Kubernetes
+ * OpenAPI spec:
  * - types, required fields, enums and formats (quantities, int-or-string, ...): the ajv
  *   validators of `kubernetes-models` (`kubernetes-models/_schemas/IoK8sApi<Group><Version><Kind>`);
  * - unknown fields, which those validators let through: every object's keys against the field

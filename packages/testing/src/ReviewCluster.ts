@@ -1,7 +1,7 @@
 /**
- * Several Bosun servers reviewing pull requests on one Postgres and one Redis (issue 12, "Several
- * runners for real"), for the chaos test (`ClusterChaos.e2e.test.ts`, bounded) and
- * `npm run bench:cluster` (in full, and runs/s across 1, 2 and 3 runners).
+ * Several Bosun servers reviewing pull requests on one Postgres and one Redis, for the chaos test
+ * (`ClusterChaos.e2e.test.ts`, bounded) and `npm run bench:cluster` (in full, and runs/s across 1,
+ * 2 and 3 runners).
  *
  * Each server is the production entry point (`packages/server/src/main.ts`, as the image runs it)
  * in a process of its own: role `all`, the socket transport between runners, Postgres runner

@@ -1,8 +1,8 @@
 /**
- * The runs' Prometheus metrics recorded on a runner (issue 12, Observability; README: Metrics):
- * how long a run waited in its lane before an attempt was claimed, how long after its run was
- * created the first event was written, and which step failed an attempt with which cause. The
- * server's `/metrics` renders them with the rest of the process's registry.
+ * The runs' Prometheus metrics recorded on a runner (README: Metrics): how long a run waited in its
+ * lane before an attempt was claimed, how long after its run was created the first event was
+ * written, and which step failed an attempt with which cause. The server's `/metrics` renders them
+ * with the rest of the process's registry.
  */
 import { Effect, Metric } from "effect"
 

@@ -1,5 +1,5 @@
 /**
- * The rows one attempt writes while it runs (issue 7): its steps (`workflow_attempt_steps`, with
+ * The rows one attempt writes while it runs: its steps (`workflow_attempt_steps`, with
  * how many times each body executed), its heartbeat (the lease the Scheduler watches), the sealed
  * request's key, its sandbox, its runtime events (`workflow_events`), and how it ended. Every
  * write that could come from a zombie — a worker whose lease already expired — is fenced on the

@@ -1,5 +1,5 @@
 /**
- * Shard locks taken as soon as their last owner lets go (issue 12: "target < 1 s after SIGTERM").
+ * Shard locks taken as soon as their last owner lets go (target: < 1 s after SIGTERM).
  *
  * Effect Cluster's acquisition loop asks `RunnerStorage.acquire` for every shard assigned to this
  * runner and then sleeps one second, whatever it got. A runner stopping gracefully leaves the

@@ -1,7 +1,7 @@
 /**
- * The control plane's client of the agent runtime protocol (issue 6: "one runtime client
- * (undici) speaking this protocol to any provider"). Every sandbox provider ends in a runtime
- * reached at some URL with some token; the execute step talks to it only through this.
+ * The control plane's client of the agent runtime protocol: one client (undici) speaking it to any
+ * provider. Every sandbox provider ends in a runtime reached at some URL with some token; the
+ * execute step talks to it only through this.
  *
  * - Every request carries the bearer token and `X-Bosun-Protocol`.
  * - Connection failures (refused, reset, timed out: a runtime still starting, a sandbox whose

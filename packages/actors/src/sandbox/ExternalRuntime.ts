@@ -1,5 +1,5 @@
 /**
- * EXTERNAL_RUNTIME, the default sandbox provider (issue 6): a runtime the operator runs — on a
+ * EXTERNAL_RUNTIME, the default sandbox provider: a runtime the operator runs — on a
  * VM, in their own cluster, or the local one `npm start` launches on 8787 — reached at one
  * configured URL with an organization-scoped token. Nothing is created or destroyed per attempt:
  * the sandbox is the runtime, and each attempt is a run in it with its own workspace. `acquire`

@@ -1,5 +1,5 @@
 /**
- * HOSTED_SANDBOX (issue 6): each attempt gets a sandbox of its own from a hosted-sandbox REST API
+ * HOSTED_SANDBOX: each attempt gets a sandbox of its own from a hosted-sandbox REST API
  * in Daytona's shape, driven with the official `@daytona/api-client`. The sandbox runs the runtime
  * image (its entrypoint is the runtime, configured by the env Bosun passes), its egress is the
  * network allow list of the attempt's tier (CIDRs; an empty list blocks all), and the control plane

@@ -1,5 +1,5 @@
 /**
- * PLATFORM_CONTAINER (issue 6; spec: Trust boundaries): a fresh Kubernetes Pod per attempt, made
+ * PLATFORM_CONTAINER (spec: Trust boundaries): a fresh Kubernetes Pod per attempt, made
  * through the Kubernetes API with the official client, running the runtime image under
  * `credential_mode: INJECTED`. No pooling: an attempt's pod and its Secret are named after the
  * attempt, so `acquire` is idempotent by attempt id and `release` deletes both.

@@ -1,8 +1,8 @@
 /**
- * The sandbox-provider port (DESIGN: storage and provider ports; issue 6 "Runtime client and
- * sandbox providers"): where an attempt's agent runs. Every provider ends in a runtime reached at
- * some URL with some token (`RuntimeEndpoint`), which the execute step drives with the runtime
- * client; providers differ in how that runtime comes to exist and which credential mode it needs.
+ * The sandbox-provider port (DESIGN: storage and provider ports): where an attempt's agent runs.
+ * Every provider ends in a runtime reached at some URL with some token (`RuntimeEndpoint`), which
+ * the execute step drives with the runtime client; providers differ in how that runtime comes to
+ * exist and which credential mode it needs.
  *
  * | provider | what `acquire` does | credential mode |
  * | --- | --- | --- |

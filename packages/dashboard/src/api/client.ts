@@ -1,5 +1,5 @@
 /**
- * The dashboard's one way to the API (issue 11): `call` runs a request with the typed client
+ * The dashboard's one way to the API: `call` runs a request with the typed client
  * derived from the domain's `BosunApi` (`httpApiClient.ts`), and turns its failure into an
  * `ApiFailure` carrying the API's own `{error:{code,message}}`, which screens show as is.
  *

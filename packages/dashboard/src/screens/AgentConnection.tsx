@@ -1,6 +1,6 @@
 /**
  * The agent connection (spec: Organization endpoints `.../opencode-connection`, Resources "Agent
- * connection"; Authentication 3, 7; issue 11): whether the organization's agent has credentials
+ * connection"; Authentication 3, 7): whether the organization's agent has credentials
  * and a discovered model catalog, i.e. whether runs can start, and the two ways an admin gives it
  * credentials: one provider's API key, or an OpenCode `auth.json` import. Credentials are
  * write-only: the screen never shows a key back, only the fingerprints the API answers, and clears

@@ -1,6 +1,6 @@
 /**
  * Connected apps (spec: Organization endpoints `GET`/`POST .../composio/connections`, Resources
- * "Connected-app connection result"; issue 9, 11): the third-party apps the signed-in member
+ * "Connected-app connection result"): the third-party apps the signed-in member
  * connected for themselves through Composio, and a form to connect another by its toolkit slug.
  * An app that needs authorization answers with a hosted link, shown once here (the API never
  * lists it again: it is a bearer URL). The organization's Linear and Slack connections are shown

@@ -1,5 +1,5 @@
 /**
- * Pull requests (spec: `GET .../pull-requests`; issue 11): the organization's pull requests with
+ * Pull requests (spec: `GET .../pull-requests`): the organization's pull requests with
  * their review status and open/resolved findings, filtered by state and a search of title,
  * author and repository, paged by the API's cursors. The filters and the cursor live in the
  * query string, so a page can be bookmarked, reloaded and stepped back to. Each row links to the

@@ -1,7 +1,7 @@
 /**
  * One repository (spec: Organization endpoints `GET`/`PATCH .../repositories/{id}`,
  * `GET`/`PUT .../configuration`, `.../context-suggestions`, `.../deep-scan-schedule`; Resources
- * "Repository configuration", "review_policy", "Context suggestion"; issue 11): everything an
+ * "Repository configuration", "review_policy", "Context suggestion"): everything an
  * admin changes about one repository in one place. The configuration form edits exactly the six
  * fields `PUT .../configuration` takes and says, per configuration group, whether the value is
  * inherited (from Bosun's defaults or the organization) or overridden by this repository, because

@@ -1,9 +1,9 @@
 /**
  * Slack channels (spec: Organization endpoints `GET .../slack/channels`, `PUT
- * .../slack/channels/{id}/passive-listening`, Resources "Chat channel"; issue 9, 11): the
- * channels Bosun's bot is in and, per channel, whether it listens passively (reads messages that
- * do not mention it). With Slack not connected there are no channels to show, so the screen says
- * to connect it first instead of showing an empty table.
+ * .../slack/channels/{id}/passive-listening`, Resources "Chat channel"): the channels Bosun's bot
+ * is in and, per channel, whether it listens passively (reads messages that do not mention it).
+ * With Slack not connected there are no channels to show, so the screen says to connect it first
+ * instead of showing an empty table.
  */
 import type { ChatChannel } from "@bosun/domain"
 import { call, isNotFound } from "../api/client.ts"

@@ -1,8 +1,8 @@
 /**
- * Work items (spec: Organization endpoints `GET .../work-items`, Resources "Work item"; issue
- * 11): what people asked Bosun to do from GitHub, Slack, Linear or the API, newest-updated first,
- * with where each stands (state, phase, what it waits for). The API answers the whole list, so
- * the state filter and the search run here. Each row links to the item, where its actions are.
+ * Work items (spec: Organization endpoints `GET .../work-items`, Resources "Work item"): what
+ * people asked Bosun to do from GitHub, Slack, Linear or the API, newest-updated first, with where
+ * each stands (state, phase, what it waits for). The API answers the whole list, so the state
+ * filter and the search run here. Each row links to the item, where its actions are.
  */
 import { WorkItemState } from "@bosun/domain"
 import { useState } from "react"

@@ -2,7 +2,7 @@
  * Connected apps (spec: Organization endpoints; the path segment `composio` is the spec's):
  * `POST .../composio/connections` `{toolkit_slug}` enables a no-auth app or creates a hosted
  * connect link for the signed-in member. Any member may ask, since the connection is their own.
- * `GET .../composio/connections` (issue 5) lists the signed-in member's own connected apps in the
+ * `GET .../composio/connections` lists the signed-in member's own connected apps in the
  * organization, by toolkit slug.
  */
 import { Schema } from "effect"

@@ -4,7 +4,7 @@
  * endpoints). The list is newest first, `page_size` 1..100 (default 20). A launch answers 202
  * with the scan's id: the scan runs later, as a workflow run of type `deep_scan`.
  *
- * Triage (issue 10): `GET .../deep-scans/{id}/findings` lists a scan's findings worst first, with
+ * Triage: `GET .../deep-scans/{id}/findings` lists a scan's findings worst first, with
  * their verification and proof; `POST .../findings/{finding_id}/decision` accepts or rejects a
  * pending one (a rejection names its reason and suppresses the finding's fingerprint in the
  * repository's later scans); deciding twice is a 409 `finding_already_decided`.
@@ -12,7 +12,7 @@
  * and queues the run that opens the pull request (202 `{work_item_id, created}`; again: the same
  * item, `created: false`); a scan with no accepted finding is a 409 `no_accepted_findings`.
  *
- * Schedules (issue 10): `GET | PUT | DELETE .../repositories/{repository_id}/deep-scan-schedule`
+ * Schedules: `GET | PUT | DELETE .../repositories/{repository_id}/deep-scan-schedule`
  * read (members), set `{cron}` (ADMIN; 400 `invalid_cron` for an expression that is not five
  * cron fields) and remove (ADMIN; 204) a repository's recurring deep scan.
  */

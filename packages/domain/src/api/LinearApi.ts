@@ -1,7 +1,6 @@
 /**
- * Connecting an organization to Linear (issue 9: "installing/connecting ... through endpoints you
- * define"): `PUT` sets it (ADMIN or above, audited, secrets sealed), `GET` shows it without
- * secrets, `DELETE` disconnects.
+ * Connecting an organization to Linear through endpoints Bosun defines: `PUT` sets it (ADMIN or
+ * above, audited, secrets sealed), `GET` shows it without secrets, `DELETE` disconnects.
  *
  * `LinearWebhookApi` is the spec's `POST /linear/webhooks` (Webhook endpoint). Its signature is over
  * the exact body bytes, so the server handles it raw (no payload decoding, no session): the

@@ -1,7 +1,7 @@
 /**
- * Connecting an organization to Slack (issue 9: "installing/connecting ... through endpoints you
- * define"): `PUT` verifies the bot token with Slack and stores it with the signing secret (ADMIN
- * or above, audited, secrets sealed), `GET` shows the workspace and bot user, `DELETE` disconnects.
+ * Connecting an organization to Slack through endpoints Bosun defines: `PUT` verifies the bot token
+ * with Slack and stores it with the signing secret (ADMIN or above, audited, secrets sealed), `GET`
+ * shows the workspace and bot user, `DELETE` disconnects.
  *
  * `SlackEventsApi` is the Events API request URL, `POST /slack/events`. Its signature is over the
  * exact body bytes, so the server handles it raw (no payload decoding, no session): the payload

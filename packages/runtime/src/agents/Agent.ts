@@ -1,9 +1,8 @@
 /**
- * What an agent adapter gets and gives back (issue 6: agent adapters). The runtime prepares the
- * workspace, then hands the adapter the run request and a place to put things; the adapter runs
- * its CLI to the end (or until interrupted: cancel, time limit) and reports the exit, the last
- * stderr lines and the usage it saw. Everything the CLI says along the way goes out through
- * `emit` as it happens.
+ * What an agent adapter gets and gives back. The runtime prepares the workspace, then hands the
+ * adapter the run request and a place to put things; the adapter runs its CLI to the end (or until
+ * interrupted: cancel, time limit) and reports the exit, the last stderr lines and the usage it
+ * saw. Everything the CLI says along the way goes out through `emit` as it happens.
  *
  * The agent's environment is built from nothing: the runtime's own variables (its bearer token
  * among them) never reach agent code. As root the runtime also runs it as the attempt's own OS

@@ -1,6 +1,5 @@
 /**
- * An agent CLI as a child process (issue 6: agent adapters, cancel, crash handling). Every
- * adapter runs its CLI through here:
+ * An agent CLI as a child process. Every adapter runs its CLI through here:
  * - the process leads its own process group, so a cancel or a time limit reaches whatever it
  *   started: SIGTERM to the group, SIGKILL after the grace period;
  * - each stdout line that is a JSON object is handed to `onJson`, any other line to `onText`;

@@ -1,9 +1,9 @@
 /**
- * The CATALOG task (protocol 1.1; issue 7: catalog discovery): instead of working on a prompt, the
- * agent CLI lists the providers and models it can use with the request's credentials, and the
- * adapter leaves them, in the catalog's shape, at `outputs/catalog.json` — where the control
- * plane's catalog_discovery workflow reads them when the run has succeeded. Each CLI's listing is
- * parsed by its own adapter; this module holds what they share.
+ * The CATALOG task (protocol 1.1): instead of working on a prompt, the agent CLI lists the
+ * providers and models it can use with the request's credentials, and the adapter leaves them, in
+ * the catalog's shape, at `outputs/catalog.json` — where the control plane's catalog_discovery
+ * workflow reads them when the run has succeeded. Each CLI's listing is parsed by its own adapter;
+ * this module holds what they share.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"

@@ -1,9 +1,9 @@
 /**
- * The AGENT_ONE agent (issue 6: agent adapters): one `codex exec --json` turn of the Codex CLI
- * (npm `@openai/codex`) in the workspace root, its JSONL events passed on as `agent.event`s, its
- * usage read from `turn.completed`, and its failures read from `turn.failed` and `error` events as
- * well as its exit code. It owns translating a `RunRequest` into what Codex reads; it does not
- * sandbox the agent (the runtime's host does) nor proxy its credentials.
+ * The AGENT_ONE agent: one `codex exec --json` turn of the Codex CLI (npm `@openai/codex`) in the
+ * workspace root, its JSONL events passed on as `agent.event`s, its usage read from
+ * `turn.completed`, and its failures read from `turn.failed` and `error` events as well as its exit
+ * code. It owns translating a `RunRequest` into what Codex reads; it does not sandbox the agent
+ * (the runtime's host does) nor proxy its credentials.
  *
  * What the agent gets, all inside the attempt (nothing is written to the repositories):
  * - `CODEX_HOME` = `$HOME/.codex` of the attempt (sessions, logs, databases stay there) with a

@@ -1,5 +1,5 @@
 /**
- * Custom agents (issue 6): a team registers a named profile in `BOSUN_RUNTIME_AGENTS` whose
+ * Custom agents: a team registers a named profile in `BOSUN_RUNTIME_AGENTS` whose
  * command speaks the runtime's JSONL event format, and runs it with `agent: {kind: "CUSTOM",
  * profile}`. The format, also in the README:
  *

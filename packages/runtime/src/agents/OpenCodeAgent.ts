@@ -1,9 +1,9 @@
 /**
- * The OPENCODE agent (issue 6: agent adapters): one `opencode run --format json` turn in the
- * workspace root, its JSONL events passed on as `agent.event`s, its usage summed from
- * `step_finish`, and its failures read from its events as well as its exit code (a turn can end
- * 0 after OpenCode refused a tool). It owns translating a `RunRequest` into what OpenCode reads;
- * it does not sandbox the agent (the runtime's host does) nor proxy its credentials.
+ * The OPENCODE agent: one `opencode run --format json` turn in the workspace root, its JSONL events
+ * passed on as `agent.event`s, its usage summed from `step_finish`, and its failures read from its
+ * events as well as its exit code (a turn can end 0 after OpenCode refused a tool). It owns
+ * translating a `RunRequest` into what OpenCode reads; it does not sandbox the agent (the runtime's
+ * host does) nor proxy its credentials.
  *
  * What the agent gets, all inside the attempt (nothing is written to the repositories):
  * - HOME, XDG_* and TMPDIR of the attempt, so OpenCode's database, logs and snapshots stay there,

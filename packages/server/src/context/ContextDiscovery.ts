@@ -1,11 +1,11 @@
 /**
- * Context discovery during a review (issue 10, "Context suggestions"): after a review is
- * recorded, Bosun reads the primary repository's package.json and .gitmodules at the reviewed
- * head, the pull request's added lines, title and description, learns which npm package each sibling repository of
- * the organization publishes (its package.json at its default branch, cached for an hour), and
- * proposes each dependency `DependencyDetection` finds as a PROPOSED suggestion — unless the
- * repository is already a secondary one, or this primary has a suggestion for it in any state
- * (a rejection is final). access_valid says whether the App installation lists it as available.
+ * Context discovery during a review: after a review is recorded, Bosun reads the primary
+ * repository's package.json and .gitmodules at the reviewed head, the pull request's added lines,
+ * title and description, learns which npm package each sibling repository of the organization
+ * publishes (its package.json at its default branch, cached for an hour), and proposes each
+ * dependency `DependencyDetection` finds as a PROPOSED suggestion — unless the repository is
+ * already a secondary one, or this primary has a suggestion for it in any state (a rejection is
+ * final). access_valid says whether the App installation lists it as available.
  */
 import type { Repository } from "@bosun/domain"
 import { Duration, Effect, Option } from "effect"

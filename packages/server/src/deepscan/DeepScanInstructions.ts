@@ -1,9 +1,9 @@
 /**
- * What a deep scan asks of the agent (issue 10, "Deep scans"): audit the whole repository at the
- * pinned commit for security and correctness risks, confirm each HIGH or CRITICAL finding with a
- * reproduction in the same sandbox (a second step: a test under `bosun-repro/` that fails while
- * the flaw is there), skip what earlier rejections suppressed, and write the report in the shape
- * of `DeepScanOutput` (domain `DeepScanRun.ts`), which publish enforces.
+ * What a deep scan asks of the agent: audit the whole repository at the pinned commit for security
+ * and correctness risks, confirm each HIGH or CRITICAL finding with a reproduction in the same
+ * sandbox (a second step: a test under `bosun-repro/` that fails while the flaw is there), skip
+ * what earlier rejections suppressed, and write the report in the shape of `DeepScanOutput` (domain
+ * `DeepScanRun.ts`), which publish enforces.
  */
 import { REPRODUCTION_DIR } from "@bosun/domain"
 import type { Suppression } from "../persistence/DeepScanFindingsRepo.ts"

@@ -1,14 +1,14 @@
 /**
- * Recurring deep scans (issue 10, "Deep scans: schedules"): a repository's five-field cron
- * expression (UTC), and the cluster cron that launches what is due. The cron
- * (`ClusterCron` "DeepScanSchedules", every minute) runs on exactly one runner of the cluster;
- * each due occurrence is claimed with its row locked (`DeepScanSchedulesRepo.claim`, SKIP
- * LOCKED) and, in that same transaction, launches one scan at the default branch's head — as
- * `POST .../deep-scans` does, joining a scan of that head that has not finished — and moves the
- * schedule to its next occurrence, recording the scan and run it started. A launch that cannot
- * be made (the repository is gone or unreachable, GitHub answers no head) is recorded as the
- * schedule's `last_error` and the schedule still moves on: a broken occurrence does not repeat
- * every minute. Occurrences missed while no runner was up collapse into one.
+ * Recurring deep scans: a repository's five-field cron expression (UTC), and the cluster cron that
+ * launches what is due. The cron (`ClusterCron` "DeepScanSchedules", every minute) runs on exactly
+ * one runner of the cluster; each due occurrence is claimed with its row locked
+ * (`DeepScanSchedulesRepo.claim`, SKIP LOCKED) and, in that same transaction, launches one scan at
+ * the default branch's head — as `POST .../deep-scans` does, joining a scan of that head that has
+ * not finished — and moves the schedule to its next occurrence, recording the scan and run it
+ * started. A launch that cannot be made (the repository is gone or unreachable, GitHub answers no
+ * head) is recorded as the schedule's `last_error` and the schedule still moves on: a broken
+ * occurrence does not repeat every minute. Occurrences missed while no runner was up collapse into
+ * one.
  */
 import { wakeScheduler } from "@bosun/actors/scheduler/SchedulerEntity"
 import { Cron, Effect, Option, Result } from "effect"

@@ -1,7 +1,7 @@
 /**
- * Bosun's judgement of a deep-scan finding's reproduction and its fingerprint (issue 10, "Deep
- * scans": "unconfirmed ones are shown as unverified, never silently dropped"; "a rejection ...
- * becomes a suppression the next scans honour").
+ * Bosun's judgement of a deep-scan finding's reproduction and its fingerprint: unconfirmed findings
+ * are shown as unverified, never silently dropped, and a rejection becomes a suppression the next
+ * scans honour.
  *
  * The agent's word is not the proof. A HIGH or CRITICAL finding is VERIFIED only when its
  * reproduction says confirmed, exited non-zero (a failing test is the proof), lives under

@@ -1,11 +1,11 @@
 /**
- * One fix work item per deep scan (issue 10: "Accepting findings can create one fix work item
- * (`fix_work_item_id`) whose run opens a pull request fixing them"). The accepted findings are
- * the human decision, so the item is created ready to implement: kind BUG, source API, its plan
- * the accepted findings with their evidence and proposed fixes, on the scan's repository; its
- * implement run (the work items' own, which opens the pull request) is queued in the same
- * transaction that writes the item and links it to the scan. A second request answers the item
- * already made; a scan with no accepted finding has nothing to fix.
+ * One fix work item per deep scan: accepting findings can create one fix work item
+ * (`fix_work_item_id`) whose run opens a pull request fixing them. The accepted findings are the
+ * human decision, so the item is created ready to implement: kind BUG, source API, its plan the
+ * accepted findings with their evidence and proposed fixes, on the scan's repository; its implement
+ * run (the work items' own, which opens the pull request) is queued in the same transaction that
+ * writes the item and links it to the scan. A second request answers the item already made; a scan
+ * with no accepted finding has nothing to fix.
  */
 import type { DeepScanFinding } from "@bosun/domain"
 import { Effect, Option } from "effect"

@@ -1,5 +1,5 @@
 /**
- * The parts of GitHub's webhook payloads the inbox consumer reads (issue 8; GitHub's documented
+ * The parts of GitHub's webhook payloads the inbox consumer reads (GitHub's documented
  * `installation`, `installation_repositories`, `pull_request`, `pull_request_review_comment`,
  * `issue_comment` and `push` events), as Schemas: a payload
  * that lacks them fails its decoding and the delivery is recorded as ignored with the reason,

@@ -1,5 +1,5 @@
 /**
- * The `bosun-inbox` handler of GitHub deliveries (issue 8; spec: What the service does 6, Events
+ * The `bosun-inbox` handler of GitHub deliveries (spec: What the service does 6, Events
  * 3-4): the work a webhook's answer did not wait for. Each wake-up names an outbox row, handled
  * through `Outbox.handle` (a row already done is skipped), so a redelivered wake-up does nothing
  * twice; the delivery row then records that it was processed, or why it was ignored.
@@ -42,7 +42,7 @@
  *   the finding is answered, so it is dismissed and never raised again (its reason keeps the
  *   reply's first words). Replies by bots (Bosun's own included) change nothing. GitHub sends no
  *   webhook for reactions, so a 👎 alone does not dismiss a finding.
- * - Feedback Bosun learns from (issue 10, `memory/MemoryFeedback.ts`): a reply in a finding's
+ * - Feedback Bosun learns from (`memory/MemoryFeedback.ts`): a reply in a finding's
  *   thread, a reason-coded 👎 reply, and `@<slug> remember ...` (in a conversation comment, from
  *   someone who may give commands, or in a review thread) queue a `memory_distill` run in the
  *   same transaction (`workflows/MemoryDistillWorkflow.ts`), which proposes a memory with the

@@ -1,5 +1,5 @@
 /**
- * `GET .../composio/connections` (issue 5): the signed-in member's own connected apps in the
+ * `GET .../composio/connections`: the signed-in member's own connected apps in the
  * organization, by toolkit slug, without links or Composio ids.
  * `POST .../composio/connections` `{toolkit_slug}` (spec: Organization endpoints; Resources
  * "Connected-app connection result"). Any member may connect an app for themselves: a toolkit

@@ -1,16 +1,16 @@
 /**
  * `GET .../deep-scans`, `GET .../deep-scans/{deep_scan_id}` and `POST .../deep-scans` (spec:
- * Organization endpoints; issue 5). Any member may list and launch. A launch asks GitHub, as
+ * Organization endpoints). Any member may list and launch. A launch asks GitHub, as
  * the organization's App, for the head of the repository's default branch and pins the scan to
  * it; a second launch at the same head while the first has not finished answers the first's id
  * rather than paying for the same audit twice. Launches are audited.
  *
- * Findings (issue 10): any member may list them and decide a pending one; a decision is audited
+ * Findings: any member may list them and decide a pending one; a decision is audited
  * (`deep_scan.finding.accept` / `.reject`, with the reason code) and answered with the finding.
  * A member may ask for the scan's fix work item (`FixWorkItem`), audited as `deep_scan.fix`.
  * Launches and fixes wake the Scheduler after their commit.
  *
- * Schedules (issue 10): members read a repository's recurring deep scan; ADMINs set its cron
+ * Schedules: members read a repository's recurring deep scan; ADMINs set its cron
  * expression (400 `invalid_cron` for one that is not five fields, nothing written) or remove it,
  * both audited (`deep_scan.schedule.set` / `.remove`). `DeepScanSchedules` launches what is due.
  */

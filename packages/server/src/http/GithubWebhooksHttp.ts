@@ -1,5 +1,5 @@
 /**
- * `POST /api/v1/github/webhooks`, the GitHub App's webhook (issue 8; spec: What the service does
+ * `POST /api/v1/github/webhooks`, the GitHub App's webhook (spec: What the service does
  * 6, Authentication 4, Events 3; the path is ours, the spec does not show it). It verifies, records
  * and acknowledges; the inbox consumer does the work later, so the answer never waits for GitHub,
  * an agent or a review.

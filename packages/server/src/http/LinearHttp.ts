@@ -1,13 +1,13 @@
 /**
- * `GET/PUT/DELETE .../linear-connection` (issue 9: connecting Linear through an endpoint Bosun
- * defines; README "Linear"). Connecting proves the workspace is the caller's: Linear is asked
- * which workspace the access token belongs to (`organization { id }`), as Slack's connection asks
- * `auth.test`. A token Linear refuses is a 400 `linear_token_invalid`; a token of another
- * workspace than `linear_organization_id` a 400 `linear_workspace_mismatch` — the same answer
- * whether that id is unknown or connected elsewhere, so ids cannot be probed; Linear unreachable
- * a 502. Only a proven owner learns that its workspace is connected to another organization (409:
- * one workspace's deliveries must have one owner). Connecting and disconnecting need ADMIN and
- * are audited without the secrets, which are sealed on arrival and never returned.
+ * `GET/PUT/DELETE .../linear-connection` (an endpoint Bosun defines; README "Linear"). Connecting
+ * proves the workspace is the caller's: Linear is asked which workspace the access token belongs to
+ * (`organization { id }`), as Slack's connection asks `auth.test`. A token Linear refuses is a 400
+ * `linear_token_invalid`; a token of another workspace than `linear_organization_id` a 400
+ * `linear_workspace_mismatch` — the same answer whether that id is unknown or connected elsewhere,
+ * so ids cannot be probed; Linear unreachable a 502. Only a proven owner learns that its workspace
+ * is connected to another organization (409: one workspace's deliveries must have one owner).
+ * Connecting and disconnecting need ADMIN and are audited without the secrets, which are sealed on
+ * arrival and never returned.
  */
 import { BadGateway, BadRequest, BosunApi, Conflict, CurrentUser, ErrorCodes, NotFound } from "@bosun/domain"
 import { Effect, Option, Redacted } from "effect"

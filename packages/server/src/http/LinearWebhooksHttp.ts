@@ -1,5 +1,5 @@
 /**
- * `POST /api/v1/linear/webhooks`, the tracker webhook (issue 9; spec: Webhook endpoint, Events 3,
+ * `POST /api/v1/linear/webhooks`, the tracker webhook (spec: Webhook endpoint, Events 3,
  * Authentication 4). It verifies, records and acknowledges; the inbox consumer does the work.
  *
  * - `Linear-Delivery`, `Linear-Event`, `Linear-Timestamp` and `Linear-Signature` are required:

@@ -1,11 +1,10 @@
 /**
- * `GET .../memories`, `GET .../memories/{memory_id}` (issue 5; members) and `PATCH
- * .../memories/{memory_id}` (spec: Organization endpoints). Enabling or disabling needs ADMIN (a
- * memory steers every review of the organization), works only on an approved memory (409
- * `memory_not_approved` otherwise), sets last_toggled_at/by and is audited. `POST
- * .../memories/{memory_id}/decision` (issue 10; ADMIN) approves or rejects a PROPOSED memory once
- * (409 `memory_already_decided`), records approved_by/at and is audited; approving leaves it
- * disabled, as the spec has `enabled` set by the PATCH alone.
+ * `GET .../memories`, `GET .../memories/{memory_id}` (members) and `PATCH .../memories/{memory_id}`
+ * (spec: Organization endpoints). Enabling or disabling needs ADMIN (a memory steers every review
+ * of the organization), works only on an approved memory (409 `memory_not_approved` otherwise),
+ * sets last_toggled_at/by and is audited. `POST .../memories/{memory_id}/decision` (ADMIN) approves
+ * or rejects a PROPOSED memory once (409 `memory_already_decided`), records approved_by/at and is
+ * audited; approving leaves it disabled, as the spec has `enabled` set by the PATCH alone.
  */
 import { BosunApi, Conflict, CurrentUser, ErrorCodes, NotFound } from "@bosun/domain"
 import { Effect, Option } from "effect"

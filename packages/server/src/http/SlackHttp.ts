@@ -1,10 +1,10 @@
 /**
- * `GET/PUT/DELETE .../slack-connection` (issue 9: connecting Slack through an endpoint Bosun
- * defines; README "Slack"). Connecting asks Slack who the bot token is (`auth.test`): a token
- * Slack refuses is a 400 `slack_token_invalid` and nothing is stored; Slack unreachable is a 502.
- * The workspace and bot user come from Slack's answer, so they cannot be mistyped. Connecting and
- * disconnecting need ADMIN and are audited without the secrets, which are sealed on arrival and
- * never returned; a workspace already connected to another organization is a 409.
+ * `GET/PUT/DELETE .../slack-connection` (an endpoint Bosun defines; README "Slack"). Connecting
+ * asks Slack who the bot token is (`auth.test`): a token Slack refuses is a 400
+ * `slack_token_invalid` and nothing is stored; Slack unreachable is a 502. The workspace and bot
+ * user come from Slack's answer, so they cannot be mistyped. Connecting and disconnecting need
+ * ADMIN and are audited without the secrets, which are sealed on arrival and never returned; a
+ * workspace already connected to another organization is a 409.
  */
 import { BadGateway, BadRequest, BosunApi, Conflict, CurrentUser, ErrorCodes, NotFound } from "@bosun/domain"
 import { Effect, Option, Redacted } from "effect"

@@ -3,10 +3,10 @@
  * Organization endpoints). Members may act on their organization's items; an action the item
  * does not list is 409 `action_not_available`; each accepted action is audited.
  *
- * An action that starts work queues its run in the same transaction (issue 9: the actions endpoint
- * "drives the same transitions as chat/ticket replies") and wakes the Scheduler after the commit:
- * APPROVE (and RETRY of an item that failed implementing) the implement run; RETRY of an item that
- * failed in intake, and REOPEN, the intake run.
+ * An action that starts work queues its run in the same transaction (the actions endpoint drives
+ * the same transitions as chat/ticket replies) and wakes the Scheduler after the commit: APPROVE
+ * (and RETRY of an item that failed implementing) the implement run; RETRY of an item that failed
+ * in intake, and REOPEN, the intake run.
  */
 import { wakeScheduler } from "@bosun/actors/scheduler/SchedulerEntity"
 import { BosunApi, Conflict, CurrentUser, ErrorCodes, NotFound, type WorkItemAction } from "@bosun/domain"

@@ -1,6 +1,6 @@
 /**
  * `GET .../workflow-runs/{run_id}` (spec: Organization endpoints): the run and its attempts;
- * `GET .../workflow-runs?repository_id&pull_request_number&page_size` (issue 5): the runs newest
+ * `GET .../workflow-runs?repository_id&pull_request_number&page_size`: the runs newest
  * first, the filters combined, `page_size` 1..100 (default 25); and the live run stream
  * `GET .../workflow-runs/{run_id}/events/stream` (spec: Events 1), served from the run's RunEvents
  * entity wherever in the cluster it lives: `id:` is the event's sequence, `Last-Event-ID` wins

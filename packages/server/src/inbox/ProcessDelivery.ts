@@ -1,5 +1,5 @@
 /**
- * How the Linear and Slack inbox handlers apply a delivery exactly once (issue 9; spec: Events
+ * How the Linear and Slack inbox handlers apply a delivery exactly once (spec: Events
  * 3-4): the wake-up names the delivery; it is locked, applied and marked processed (or ignored,
  * with why) in one transaction, so a redelivered wake-up or a crash in between applies nothing
  * twice. Deliveries about one subject are applied in arrival order, whatever order their wake-ups

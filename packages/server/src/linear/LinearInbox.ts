@@ -1,5 +1,5 @@
 /**
- * The `bosun-inbox` handler of Linear deliveries (issue 9; spec: What the service does 1, Work item
+ * The `bosun-inbox` handler of Linear deliveries (spec: What the service does 1, Work item
  * resource, Events 3): one ticket is one work item (session `linear:{issue id}`).
  *
  * - `Issue` created assigned to Bosun's Linear user, or updated so that it becomes assigned to it:

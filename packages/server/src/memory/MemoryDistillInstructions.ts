@@ -1,8 +1,8 @@
 /**
- * What a memory-distill run's agent is told (issue 10, "Memories"): the feedback word for word,
- * where it was given (the pull request, the file, the Bosun finding it answers), the
- * organization's memories that exist (with their ids, so a restatement is named rather than
- * proposed twice), and the output contract `MemoryProposal`.
+ * What a memory-distill run's agent is told: the feedback word for word, where it was given (the
+ * pull request, the file, the Bosun finding it answers), the organization's memories that exist
+ * (with their ids, so a restatement is named rather than proposed twice), and the output contract
+ * `MemoryProposal`.
  */
 import type { Memory } from "@bosun/domain"
 

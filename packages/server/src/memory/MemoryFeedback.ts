@@ -1,5 +1,5 @@
 /**
- * What a comment on GitHub gives Bosun to learn from (issue 10, "Memories: sources"):
+ * What a comment on GitHub gives Bosun to learn from:
  *
  * - `@<slug> remember <convention>` (a conversation comment on a pull request, or a reply in a
  *   review thread): an explicit convention, from a person who may give Bosun commands.

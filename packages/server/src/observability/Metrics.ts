@@ -1,10 +1,10 @@
 /**
- * The server's Prometheus metrics (issue 12, Observability; README: Metrics). Counters and
- * histograms are updated where their events happen — the request pipeline, the effects consumer,
- * and in `@bosun/actors` the Scheduler and the attempt workflow (`attempt/AttemptMetrics.ts`).
- * The gauges read shared state (queue and dead-letter depth per queue, runs by status), so they are
- * refreshed from the queues and the database when `/metrics` is scraped (`MetricsServer.ts`):
- * every replica reports the same instance-wide values, which dashboards read with `max`.
+ * The server's Prometheus metrics (README: Metrics). Counters and histograms are updated where
+ * their events happen — the request pipeline, the effects consumer, and in `@bosun/actors` the
+ * Scheduler and the attempt workflow (`attempt/AttemptMetrics.ts`). The gauges read shared state
+ * (queue and dead-letter depth per queue, runs by status), so they are refreshed from the queues
+ * and the database when `/metrics` is scraped (`MetricsServer.ts`): every replica reports the same
+ * instance-wide values, which dashboards read with `max`.
  */
 import { Duration, Effect, Metric } from "effect"
 import { WorkflowRunsRepo } from "../persistence/WorkflowRunsRepo.ts"

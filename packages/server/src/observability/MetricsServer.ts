@@ -1,9 +1,8 @@
 /**
- * Prometheus `/metrics` on its own address (`BOSUN_METRICS_HOST:BOSUN_METRICS_PORT`; issue 12,
- * Observability), apart from the API port so a NetworkPolicy can open it to the scraper alone and
- * a scrape never queues behind API traffic. Each scrape refreshes the gauges (`Metrics.ts`) and
- * renders this process's registry in the Prometheus text format. Without `BOSUN_METRICS_PORT` no
- * metrics server starts.
+ * Prometheus `/metrics` on its own address (`BOSUN_METRICS_HOST:BOSUN_METRICS_PORT`), apart from
+ * the API port so a NetworkPolicy can open it to the scraper alone and a scrape never queues behind
+ * API traffic. Each scrape refreshes the gauges (`Metrics.ts`) and renders this process's registry
+ * in the Prometheus text format. Without `BOSUN_METRICS_PORT` no metrics server starts.
  */
 import { createServer } from "node:http"
 import { NodeHttpServer } from "@effect/platform-node"

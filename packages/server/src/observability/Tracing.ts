@@ -1,8 +1,8 @@
 /**
- * Traces over OTLP/HTTP (issue 12, Observability; README: Traces). When
- * `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set, every span of the
- * process is exported: one per HTTP request (the request pipeline adds `bosun.request_id` and, once
- * known, `bosun.org_id`/`bosun.user_id`), one per workflow activity and step of a run (carrying
+ * Traces over OTLP/HTTP (README: Traces). When `OTEL_EXPORTER_OTLP_ENDPOINT` (or
+ * `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set, every span of the process is exported: one per HTTP
+ * request (the request pipeline adds `bosun.request_id` and, once known,
+ * `bosun.org_id`/`bosun.user_id`), one per workflow activity and step of a run (carrying
  * `bosun.run_id`, `bosun.org_id`, `bosun.attempt`), one per provider call (the clients' `Effect.fn`
  * spans). The standard `OTEL_*` settings apply as the OpenTelemetry SDKs read them (headers,
  * compression, batch delay and size, `OTEL_EXPORTER_OTLP_PROTOCOL` `http/protobuf` or `http/json`,

@@ -1,10 +1,10 @@
 /**
- * A deep scan's findings, their triage and the repository's suppressions (issue 10, "Deep
- * scans"; `sql/0033_deep_scan_findings.sql`). A scan's result is recorded once (a publish run
- * again inserts nothing twice: one finding per fingerprint per scan), and every write recounts
- * the scan's finding_count, decision_counts and risk_level (the worst accepted-or-pending
- * finding; NONE without one) in the same transaction. A rejection writes the suppression the
- * repository's later scans honour. Every query filters by organization.
+ * A deep scan's findings, their triage and the repository's suppressions
+ * (`sql/0033_deep_scan_findings.sql`). A scan's result is recorded once (a publish run again
+ * inserts nothing twice: one finding per fingerprint per scan), and every write recounts the scan's
+ * finding_count, decision_counts and risk_level (the worst accepted-or-pending finding; NONE
+ * without one) in the same transaction. A rejection writes the suppression the repository's later
+ * scans honour. Every query filters by organization.
  */
 import type {
   DeepScanFinding,

@@ -1,10 +1,9 @@
 /**
- * Repositories' recurring deep scans (issue 10, "Deep scans: schedules"; `sql/0036`): the cron
- * expression, when it runs next, and what its last occurrence did. `claim` is how the cluster's
- * cron takes one due occurrence: the row locked (SKIP LOCKED, so two runners never take the
- * same one) in the caller's transaction, which launches the scan and `advance`s the schedule, so
- * an occurrence launches exactly one scan. Every query filters by organization, but the cron's
- * `due` listing, which spans the instance.
+ * Repositories' recurring deep scans (`sql/0036`): the cron expression, when it runs next, and what
+ * its last occurrence did. `claim` is how the cluster's cron takes one due occurrence: the row
+ * locked (SKIP LOCKED, so two runners never take the same one) in the caller's transaction, which
+ * launches the scan and `advance`s the schedule, so an occurrence launches exactly one scan. Every
+ * query filters by organization, but the cron's `due` listing, which spans the instance.
  */
 import type { DeepScanSchedule } from "@bosun/domain"
 import { Context, Effect, Layer, Option } from "effect"

@@ -1,5 +1,5 @@
 /**
- * GitHub App webhook deliveries (issue 8; `sql/0021_github_deliveries.sql`): recorded once per
+ * GitHub App webhook deliveries (`sql/0021_github_deliveries.sql`): recorded once per
  * `X-GitHub-Delivery`, in the caller's transaction, so that the delivery row and its inbox outbox
  * row commit together and a redelivery is recognised by its id.
  */

@@ -1,5 +1,5 @@
 /**
- * An organization's Linear connection (issue 9; `sql/0025_linear.sql`): the webhook signing secret
+ * An organization's Linear connection (`sql/0025_linear.sql`): the webhook signing secret
  * and the API token sealed under the master key ring, bound to their row; only the webhook route
  * and the Linear client ever open them. An OAuth connection also keeps its refresh token and the
  * OAuth application's client secret sealed (`sql/0031_linear_oauth.sql`); a refresh rewrites the

@@ -1,5 +1,5 @@
 /**
- * Linear webhook deliveries (issue 9; `sql/0025_linear.sql`), one per `Linear-Delivery`; the
+ * Linear webhook deliveries (`sql/0025_linear.sql`), one per `Linear-Delivery`; the
  * shared `WebhookDeliveries` module says how they are recorded, locked and marked.
  */
 import { Context, Layer } from "effect"

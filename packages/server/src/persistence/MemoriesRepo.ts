@@ -1,8 +1,8 @@
 /**
- * Memories of an organization (spec: Resources "Memory"; issue 10, "Memories"), read with their
- * repository's owner and name, the logins of the people named on them, their provenance
- * (`memory_sources`) and their measured effect (`memory_uses`, `memory_finding_effects`, and the
- * state of each shaped finding now). Every query filters by the organization.
+ * Memories of an organization (spec: Resources "Memory"), read with their repository's owner and
+ * name, the logins of the people named on them, their provenance (`memory_sources`) and their
+ * measured effect (`memory_uses`, `memory_finding_effects`, and the state of each shaped finding
+ * now). Every query filters by the organization.
  *
  * `learn` is where a distilled proposal lands: merged into the memory it restates (the one the
  * agent named, else one whose convention reads the same once case, spacing and punctuation are

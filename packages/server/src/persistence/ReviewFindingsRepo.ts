@@ -1,5 +1,5 @@
 /**
- * Reviews and their findings (issue 8; `sql/0022_reviews_findings_effects.sql`): what earlier
+ * Reviews and their findings (`sql/0022_reviews_findings_effects.sql`): what earlier
  * reviews of a pull request left (the `known` findings a new plan is made against), and recording
  * a review's plan — the review with its coverage ledger, its findings by fingerprint, the ones it
  * resolves — in the caller's transaction, with the pull request's open_findings /

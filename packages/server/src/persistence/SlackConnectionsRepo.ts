@@ -1,5 +1,5 @@
 /**
- * An organization's Slack connection (issue 9; `sql/0026_slack_and_effects.sql`): the bot token
+ * An organization's Slack connection (`sql/0026_slack_and_effects.sql`): the bot token
  * and the signing secret sealed under the master key ring, bound to their row; only the Slack
  * client and the events route ever open them.
  */

@@ -1,5 +1,5 @@
 /**
- * Slack Events API deliveries (issue 9; `sql/0027_slack_deliveries.sql`), one per `event_id`; the
+ * Slack Events API deliveries (`sql/0027_slack_deliveries.sql`), one per `event_id`; the
  * shared `WebhookDeliveries` module says how they are recorded, locked and marked.
  */
 import { Context, Layer } from "effect"

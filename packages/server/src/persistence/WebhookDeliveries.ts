@@ -1,12 +1,12 @@
 /**
- * Webhook deliveries of the chat and tracker providers (issue 9; `linear_deliveries`,
- * `slack_deliveries`, which share their columns): recorded once per delivery id, in the caller's
- * transaction, so the delivery row and its inbox outbox row commit together and a repeated
- * delivery is recognised by its id (`duplicate: true`); then locked, processed and marked by the
- * inbox in one transaction. Deliveries about one subject (a Linear issue, a Slack thread) are
- * applied in arrival order: the inbox serializes on the subject and applies the earlier pending
- * ones first (`serialize`, `lockPendingBefore`). Rows are scoped by organization. (GitHub's deliveries keep their own
- * table and module: they carry the installation and are placed before they are recorded.)
+ * Webhook deliveries of the chat and tracker providers (`linear_deliveries`, `slack_deliveries`,
+ * which share their columns): recorded once per delivery id, in the caller's transaction, so the
+ * delivery row and its inbox outbox row commit together and a repeated delivery is recognised by
+ * its id (`duplicate: true`); then locked, processed and marked by the inbox in one transaction.
+ * Deliveries about one subject (a Linear issue, a Slack thread) are applied in arrival order: the
+ * inbox serializes on the subject and applies the earlier pending ones first (`serialize`,
+ * `lockPendingBefore`). Rows are scoped by organization. (GitHub's deliveries keep their own table
+ * and module: they carry the installation and are placed before they are recorded.)
  */
 import { Effect, Option } from "effect"
 import { SqlClient } from "effect/sql"

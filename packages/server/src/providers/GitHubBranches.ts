@@ -1,11 +1,10 @@
 /**
- * Opening a pull request from a change Bosun made (issue 9: "an approved item runs the agent ...
- * and opens a pull request (draft or ready per issue_pull_request_mode)"): the base files of the
- * change (contents), one commit of the new files on the base through GitHub's Git Data API (a tree
- * over the base's tree, a commit), the branch pointed at it, and the pull request — each call with
- * the installation token `GitHubApp` mints for the repository, through
- * GitHubClient (Octokit with GitHub's retry and throttling plugins) at `BOSUN_GITHUB_API_URL`. Nothing is pushed from the sandbox: the
- * agent's workspace never holds a token that can write.
+ * Opening a pull request from a change Bosun made (draft or ready per issue_pull_request_mode): the
+ * base files of the change (contents), one commit of the new files on the base through GitHub's Git
+ * Data API (a tree over the base's tree, a commit), the branch pointed at it, and the pull
+ * request — each call with the installation token `GitHubApp` mints for the repository, through
+ * GitHubClient (Octokit with GitHub's retry and throttling plugins) at `BOSUN_GITHUB_API_URL`.
+ * Nothing is pushed from the sandbox: the agent's workspace never holds a token that can write.
  *
  * Errors carry the endpoint and GitHub's status and nothing of the request (GitHubAppError).
  */

@@ -1,9 +1,9 @@
 /**
- * GitHub, as the user signing in sees it (issue 5: login with the GitHub App's OAuth
- * credentials). The web flow's URL and code exchange use Octokit's `@octokit/oauth-methods`, the
- * user's profile, installations and organization role `@octokit/request`, all against
- * `BOSUN_GITHUB_API_URL` (github.com, or a GitHub Enterprise Server's `/api/v3`; the OAuth host is
- * derived from it the way Octokit does). User tokens stay `Redacted` and are never stored.
+ * GitHub, as the user signing in sees it (login with the GitHub App's OAuth credentials). The web
+ * flow's URL and code exchange use Octokit's `@octokit/oauth-methods`, the user's profile,
+ * installations and organization role `@octokit/request`, all against `BOSUN_GITHUB_API_URL`
+ * (github.com, or a GitHub Enterprise Server's `/api/v3`; the OAuth host is derived from it the way
+ * Octokit does). User tokens stay `Redacted` and are never stored.
  */
 import { exchangeWebFlowCode, getWebFlowAuthorizationUrl } from "@octokit/oauth-methods"
 import { request as octokitRequest } from "@octokit/request"

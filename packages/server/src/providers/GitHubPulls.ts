@@ -1,5 +1,5 @@
 /**
- * The pull-request side of the GitHub App (issue 8: the review run's inputs and what publish
+ * The pull-request side of the GitHub App (the review run's inputs and what publish
  * posts; spec: What the service does 1, 9): a pull request's changed files, the review with its
  * inline comments, the review threads (GraphQL, the only API that resolves one), check runs that
  * say why a review failed, the description section, and replies — each call made with the

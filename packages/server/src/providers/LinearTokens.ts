@@ -1,6 +1,6 @@
 /**
- * The token Bosun calls Linear with, renewed when it is an expiring OAuth grant (issue 9: "Linear
- * token refresh is serialized by the Mutex `tracker-token:{org}`"; spec: Coordinators, Mutex).
+ * The token Bosun calls Linear with, renewed when it is an expiring OAuth grant (serialized by the
+ * Mutex `tracker-token:{org}`; spec: Coordinators, Mutex).
  *
  * Linear rotates the refresh token on every refresh: two runners refreshing at once would each
  * spend the same refresh token, and the loser's answer (or, worse, the winner's stored pair) would

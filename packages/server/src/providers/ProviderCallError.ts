@@ -1,8 +1,8 @@
 /**
  * A failed call to a chat or tracker provider (Slack, Linear), in the terms the effects consumer
- * acts on (issue 9, "Outbound effects"): `RateLimited` carries the provider's `Retry-After`, which
- * the consumer waits out before calling again; the others fail the delivery, which the queue
- * retries and finally dead-letters with this message.
+ * acts on: `RateLimited` carries the provider's `Retry-After`, which the consumer waits out before
+ * calling again; the others fail the delivery, which the queue retries and finally dead-letters
+ * with this message.
  *
  * Messages name the provider, the method and the provider's own error code, never the request:
  * a token or a message body must not reach a log or a dead letter.

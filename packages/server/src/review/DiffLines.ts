@@ -1,9 +1,9 @@
 /**
- * Which lines of a pull request's diff GitHub accepts review comments on (issue 8: "inline
- * comments on lines that exist in the diff"): from a file's unified-diff `patch` (as the pulls
- * files endpoint returns it), the RIGHT lines (added or context, numbered in the head) and the
- * LEFT lines (removed or context, numbered in the base) its hunks show, and the hunks themselves
- * for the coverage ledger. A comment on any other line would be refused by GitHub with a 422.
+ * Which lines of a pull request's diff GitHub accepts review comments on: from a file's
+ * unified-diff `patch` (as the pulls files endpoint returns it), the RIGHT lines (added or context,
+ * numbered in the head) and the LEFT lines (removed or context, numbered in the base) its hunks
+ * show, and the hunks themselves for the coverage ledger. A comment on any other line would be
+ * refused by GitHub with a 422.
  */
 
 export interface Hunk {

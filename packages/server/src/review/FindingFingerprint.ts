@@ -1,7 +1,7 @@
 /**
- * A finding's fingerprint (issue 8: "Stable findings across pushes"): what makes the finding on
- * one push the same finding on the next, so that it is not posted twice, a dismissed one is not
- * raised again, and one whose code changed and that the agent no longer reports is resolved.
+ * A finding's fingerprint: what makes the finding on one push the same finding on the next, so that
+ * it is not posted twice, a dismissed one is not raised again, and one whose code changed and that
+ * the agent no longer reports is resolved.
  *
  * It hashes the category, the title normalized (case, punctuation, digits and spacing do not
  * count: agents reword numbers and quotes between runs) and the code the finding anchors to,

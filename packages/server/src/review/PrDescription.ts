@@ -1,5 +1,5 @@
 /**
- * Bosun's section of a pull request's body (issue 8, automatic_pr_description): the description
+ * Bosun's section of a pull request's body (automatic_pr_description): the description
  * the review agent wrote, between Bosun's markers, so the author's own text around it is kept byte
  * for byte. Pure text functions; reading and patching the body on GitHub is the review workflow's.
  */

@@ -1,10 +1,10 @@
 /**
- * What a pull request is told when its review failed for good (issue 8, "Honest failure"): one
- * check run whose title names the failure and whose summary says exactly what failed — the step,
- * the error's code and message, the model provider and, when the provider answered with one, its
- * HTTP status — never a generic "something went wrong". The dashboard shows the same code and
- * message on the run. It also names the run's one "Bosun review" check run and builds the
- * `github.check_run` row of each of its states.
+ * What a pull request is told when its review failed for good: one check run whose title names the
+ * failure and whose summary says exactly what failed — the step, the error's code and message, the
+ * model provider and, when the provider answered with one, its HTTP status — never a generic
+ * "something went wrong". The dashboard shows the same code and message on the run. It also names
+ * the run's one "Bosun review" check run and builds the `github.check_run` row of each of its
+ * states.
  */
 import type { FailureReport } from "@bosun/actors/attempt/AttemptPorts"
 import type { CheckRun } from "../github/GithubEffects.ts"

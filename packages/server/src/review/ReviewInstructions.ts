@@ -1,11 +1,11 @@
 /**
- * What a review run's agent is told (issue 8, "The review run": the diff range, the policy, the
- * enabled memories, custom instructions and the output contract): the prompt names the pull
- * request, the commits to compare and the files to read — only those the coverage ledger gave it,
- * the skipped ones named with their reason so the agent does not claim to have read them — and
- * the instructions carry the strictness, the repository's guidance and custom instructions, the
- * approved conventions (memories), and the exact JSON the publish step decodes — with a
- * `description` of the pull request only when the repository enables automatic_pr_description.
+ * What a review run's agent is told (the diff range, the policy, the enabled memories, custom
+ * instructions and the output contract): the prompt names the pull request, the commits to compare
+ * and the files to read — only those the coverage ledger gave it, the skipped ones named with their
+ * reason so the agent does not claim to have read them — and the instructions carry the strictness,
+ * the repository's guidance and custom instructions, the approved conventions (memories), and the
+ * exact JSON the publish step decodes — with a `description` of the pull request only when the
+ * repository enables automatic_pr_description.
  */
 import type { ReviewPolicy } from "@bosun/domain"
 import type { Coverage } from "./ReviewPlan.ts"

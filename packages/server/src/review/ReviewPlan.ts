@@ -1,5 +1,5 @@
 /**
- * What a review posts, decided before anything is posted (issue 8: publish, stable findings,
+ * What a review posts, decided before anything is posted (publish, stable findings,
  * coverage ledger), as pure functions of the agent's output, the pull request's changed files,
  * the policy and what earlier reviews of the pull request left:
  *

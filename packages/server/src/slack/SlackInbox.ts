@@ -1,5 +1,5 @@
 /**
- * The `bosun-inbox` handler of Slack deliveries (issue 9; spec: What the service does 3, Work item
+ * The `bosun-inbox` handler of Slack deliveries (spec: What the service does 3, Work item
  * resource, Chat channel, Events 3): one thread is one work item (session
  * `slack:{team}:{channel}:{thread ts}`).
  *

@@ -11,7 +11,7 @@
  *
  * The S3 and Redis adapters are imported only when their setting is present: the AWS SDK and
  * ioredis together hold about 50 MB of a process's memory, which a one-process install on the
- * embedded defaults never uses (issue 2's idle-RSS budget is 200 MB).
+ * embedded defaults never uses (the idle-RSS budget is 200 MB).
  */
 
 import * as path from "node:path"

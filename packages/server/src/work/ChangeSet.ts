@@ -1,7 +1,7 @@
 /**
  * The files an implement run changed, from the runtime's `changes.diff` (git's format: `--binary`,
  * paths prefixed `a/<checkout>/` and `b/<checkout>/`), and their new text given the base's
- * (issue 9: the approved item's pull request is one commit of exactly what the agent changed).
+ * (the approved item's pull request is one commit of exactly what the agent changed).
  * Parsed and applied with `diff` (jsdiff). A binary file, a path outside the checkout, or a patch
  * that does not apply to the base is refused with a message naming the file: the pull request is
  * all of the change or none of it.

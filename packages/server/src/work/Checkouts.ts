@@ -1,8 +1,8 @@
 /**
- * How runs check repositories out (issue 6 run requests; issue 10, "Context suggestions"): the
- * clone URL of a repository on the configured GitHub, and the read-only checkouts of a
- * repository's approved secondary repositories (`secondary_repository_ids`), which reviews and
- * agent runs get beside their primary checkout, with a line telling the agent they are there.
+ * How runs check repositories out: the clone URL of a repository on the configured GitHub, and the
+ * read-only checkouts of a repository's approved secondary repositories
+ * (`secondary_repository_ids`), which reviews and agent runs get beside their primary checkout,
+ * with a line telling the agent they are there.
  *
  * A secondary repository that is gone, unavailable, or that the App cannot get a token for is
  * left out (and logged) rather than failing the run: it is context, not the work.

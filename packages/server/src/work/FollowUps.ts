@@ -1,7 +1,7 @@
 /**
- * A follow-up in a work item's thread or ticket (issue 9: "one thread / ticket = one session:
- * follow-ups ... go to the same work item, queued FIFO behind the running one"; "waits for APPROVE
- * ... from the dashboard, a Slack button or a reply").
+ * A follow-up in a work item's thread or ticket (one thread / ticket = one session: follow-ups go
+ * to the same work item, queued FIFO behind the running one; a plan waits for APPROVE from the
+ * dashboard, a Slack button or a reply).
  *
  * - On an item WAITING for APPROVAL, a reply that is only an approval (`approve`, `approved`,
  *   `lgtm`, `go ahead`, `ship it`) or a rejection (`reject`, `rejected`) is that action, exactly as

@@ -1,9 +1,8 @@
 /**
- * What an implement run asks of the agent (issue 9: "an approved item runs the agent with write
- * access and opens a pull request"): the approved plan, the checkout to change, and the output
- * contract (`ImplementOutput`). The agent changes files in the checkout and nothing else; Bosun
- * commits exactly those changes and opens the pull request, so the agent neither commits nor
- * pushes.
+ * What an implement run asks of the agent (an approved item runs the agent with write access and
+ * opens a pull request): the approved plan, the checkout to change, and the output contract
+ * (`ImplementOutput`). The agent changes files in the checkout and nothing else; Bosun commits
+ * exactly those changes and opens the pull request, so the agent neither commits nor pushes.
  */
 
 export interface ImplementSubject {

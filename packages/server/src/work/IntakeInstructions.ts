@@ -1,7 +1,7 @@
 /**
- * What an intake run asks of the agent (issue 9, "Work items" flow): the request as the requester
- * wrote it, the organization's repositories to choose from, and the output contract of
- * `IntakeOutput` (domain `WorkItemRun.ts`), which publish enforces.
+ * What an intake run asks of the agent: the request as the requester wrote it, the organization's
+ * repositories to choose from, and the output contract of `IntakeOutput` (domain `WorkItemRun.ts`),
+ * which publish enforces.
  */
 
 export interface IntakeSubject {

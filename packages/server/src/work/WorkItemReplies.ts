@@ -1,11 +1,11 @@
 /**
- * Where a work item's replies go (issue 9: "a QUESTION is answered in the thread", "asks in the
- * thread", "the PR link is posted back to the thread/ticket"): the item's session names its
- * thread or ticket, and the reply becomes that provider's effect on `bosun-effects` —
- * `slack.message` into the thread for `slack:{team}:{channel}:{thread ts}`, `linear.comment` on
- * the issue for `linear:{issue id}`, `github.pr_comment` (GitHub's issue comments) on the issue
- * for `github:{owner}/{name}:{number}`. An item with no such session (made through the API) has
- * nowhere to reply: none.
+ * Where a work item's replies go (a QUESTION is answered in the thread, a request for context is
+ * asked in the thread, the PR link is posted back to the thread/ticket): the item's session names
+ * its thread or ticket, and the reply becomes that provider's effect on `bosun-effects` —
+ * `slack.message` into the thread for `slack:{team}:{channel}:{thread ts}`, `linear.comment` on the
+ * issue for `linear:{issue id}`, `github.pr_comment` (GitHub's issue comments) on the issue for
+ * `github:{owner}/{name}:{number}`. An item with no such session (made through the API) has nowhere
+ * to reply: none.
  *
  * A plan waiting for approval carries Approve and Reject buttons where the provider has them
  * (Slack); their clicks come back as interactions (`PLAN_BUTTON_ACTIONS`) and act as the same

@@ -1,5 +1,5 @@
 /**
- * What every run of a work item (intake, implement) prepares the same way (issue 9): the item
+ * What every run of a work item (intake, implement) prepares the same way: the item
  * from the run's input, the effective configuration with the agent's credentials (the
  * repository's own connection, else the organization's), and a checkout of a repository's default
  * branch cloned with an installation token; and the report of a run that failed for good (the item
@@ -119,8 +119,8 @@ export const makeWorkItemRunSetup = Effect.gen(function* () {
 
   /**
    * The instructions with the team's APPROVED, enabled memories for the run's repository (the
-   * organization's and the repository's own), recorded as given to the run (issue 10: agent
-   * prompts carry them as review prompts do).
+   * organization's and the repository's own), recorded as given to the run (agent prompts carry
+   * them as review prompts do).
    */
   const withConventions = Effect.fnUntraced(function* (
     run: Pick<AttemptRun, "organizationId" | "repositoryId" | "runId" | "workflowType">,
@@ -139,7 +139,7 @@ export const makeWorkItemRunSetup = Effect.gen(function* () {
 
   /**
    * The attempt with the configuration's approved secondary repositories checked out read-only
-   * beside its own checkouts, and the agent told where they are (issue 10, "Context suggestions").
+   * beside its own checkouts, and the agent told where they are.
    */
   const withSecondaryRepositories = Effect.fnUntraced(function* (
     organizationId: string,

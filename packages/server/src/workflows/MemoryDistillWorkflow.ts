@@ -1,8 +1,8 @@
 /**
- * The run that turns feedback into a memory (issue 10, "Memories"): a `memory_distill`
- * RunAttemptWorkflow on the AGENT lane, queued by the GitHub inbox in the transaction that
- * records the feedback, one at a time per organization (session `memory-distill:{org}`, so two
- * restatements of one convention are decided one after the other and the second merges).
+ * The run that turns feedback into a memory: a `memory_distill` RunAttemptWorkflow on the AGENT
+ * lane, queued by the GitHub inbox in the transaction that records the feedback, one at a time per
+ * organization (session `memory-distill:{org}`, so two restatements of one convention are decided
+ * one after the other and the second merges).
  *
  * - prepare: no checkout — the feedback, where it was given and the finding it answers are the
  *   whole input — the organization's memories listed for the agent (rejected ones too: restating

@@ -1,9 +1,8 @@
 /**
- * The implement run of an approved work item (issue 9, "Work items" flow: "an approved item runs
- * the agent with write access and opens a pull request (draft or ready per
- * issue_pull_request_mode) → the PR link is posted back to the thread/ticket → the item follows
- * the PR"): a `work_item_implement` RunAttemptWorkflow on the AGENT lane, queued by APPROVE (the
- * actions endpoint or an approving reply) on the item's session.
+ * The implement run of an approved work item (an approved item runs the agent with write access and
+ * opens a pull request (draft or ready per issue_pull_request_mode) → the PR link is posted back to
+ * the thread/ticket → the item follows the PR): a `work_item_implement` RunAttemptWorkflow on the
+ * AGENT lane, queued by APPROVE (the actions endpoint or an approving reply) on the item's session.
  *
  * - prepare: the approved plan and a checkout of the item's repository at its default branch's
  *   head (the approved secondary repositories read-only beside it, the team's approved memories in

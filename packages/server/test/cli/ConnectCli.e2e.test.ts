@@ -1,7 +1,7 @@
 /**
- * `bosun slack connect` and `bosun linear connect` as processes (issue 9: connecting through CLI
- * commands): on the server's database and configuration, with secrets read from files, checked
- * with Slack (a local fake of its Web API), sealed, audited, and never printed.
+ * `bosun slack connect` and `bosun linear connect` as processes: on the server's database and
+ * configuration, with secrets read from files, checked with Slack (a local fake of its Web API),
+ * sealed, audited, and never printed.
  */
 import { execFile } from "node:child_process"
 import { randomBytes } from "node:crypto"

@@ -1,9 +1,9 @@
 /**
- * `bosun doctor` as a process (issue 12): against a deployment where everything works — a
- * migrated database with sealed secrets under two key versions, Redis, a real S3 server, the fake
- * GitHub with a registered App, the real runtime — and then with one thing broken at a time, each
- * reported as its own FAIL line in plain words with exit code 1, no secret in the output, and
- * nothing written anywhere.
+ * `bosun doctor` as a process: against a deployment where everything works — a migrated database
+ * with sealed secrets under two key versions, Redis, a real S3 server, the fake GitHub with a
+ * registered App, the real runtime — and then with one thing broken at a time, each reported as its
+ * own FAIL line in plain words with exit code 1, no secret in the output, and nothing written
+ * anywhere.
  */
 import { generateKeyPairSync, randomBytes } from "node:crypto"
 import * as fs from "node:fs"

@@ -1,5 +1,5 @@
 /**
- * Catalog discovery end to end (issue 7: the first real workflow type): an agent connection write
+ * Catalog discovery end to end (the first real workflow type): an agent connection write
  * over HTTP queues a catalog_discovery run; the Scheduler claims it, RunAttemptWorkflow runs the
  * real runtime's CATALOG task with the real OpenCode / Codex CLI on the scope's credentials, and
  * publish fills the connection's catalog and discovery record — read back through

@@ -1,11 +1,11 @@
 /**
- * Three runners under faults (issue 12, "Several runners for real"; the bounded version of
- * `npm run bench:cluster`): three production server processes on one Postgres and one Redis review
- * pull requests that arrive as webhooks, round robin, while the server running the Scheduler is
- * SIGKILLed at a third of the reviews and its successor SIGTERMed at two thirds
- * (`@bosun/testing` ReviewCluster). Every run must finish once, every pull request get exactly one
- * review, every run's events match the runtime's own log, and no two servers may ever have run the
- * Scheduler at the same time. The failover times are printed beside the targets.
+ * Three runners under faults (the bounded version of `npm run bench:cluster`): three production
+ * server processes on one Postgres and one Redis review pull requests that arrive as webhooks,
+ * round robin, while the server running the Scheduler is SIGKILLed at a third of the reviews and
+ * its successor SIGTERMed at two thirds (`@bosun/testing` ReviewCluster). Every run must finish
+ * once, every pull request get exactly one review, every run's events match the runtime's own log,
+ * and no two servers may ever have run the Scheduler at the same time. The failover times are
+ * printed beside the targets.
  */
 import * as fs from "node:fs"
 import * as os from "node:os"

@@ -1,8 +1,8 @@
 /**
- * Durability of a run attempt across a killed server (issue 7, "Done when"): the production server
- * in a process of its own (`support/ServerWithTestWorkflow.ts`), the real runtime process as its
- * EXTERNAL_RUNTIME, one Postgres. The server is SIGKILLed during execute, and again during
- * publish; started again, the workflow resumes where it was: completed steps are not re-run
+ * Durability of a run attempt across a killed server: the production server in a process of its own
+ * (`support/ServerWithTestWorkflow.ts`), the real runtime process as its EXTERNAL_RUNTIME, one
+ * Postgres. The server is SIGKILLed during execute, and again during publish; started again, the
+ * workflow resumes where it was: completed steps are not re-run
  * (`workflow_attempt_steps.executions`), the interrupted one is, the runtime's events reach
  * `workflow_events` exactly once each, and the publication exists once. A third kill lands after
  * the run's end was committed but before the execute step's result was kept (a proxy holds the

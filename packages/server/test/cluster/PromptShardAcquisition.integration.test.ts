@@ -1,5 +1,5 @@
 /**
- * `PromptShardAcquisition` (issue 12, "< 1 s after SIGTERM") over the real SQL runner storage:
+ * `PromptShardAcquisition` (target: < 1 s after SIGTERM) over the real SQL runner storage:
  * two runners' storages on one Postgres, each with its own lock session, so the shard locks are
  * the advisory locks production uses. Shards the other runner releases inside the window are
  * taken by the same acquire; one it keeps is given up after the window when nothing was taken, or

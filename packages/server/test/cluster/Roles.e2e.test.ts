@@ -1,9 +1,9 @@
 /**
- * Roles and metrics (issue 12, "Roles" and "Observability"): one API-only and one runner-only
- * production server process (`support/ServerWithTestWorkflow.ts`, configured by `BOSUN_ROLE`) on
- * one Postgres. The runner hosts every shard and runs the work, serving only the health endpoints;
- * the API process serves the API, joins the cluster as a client and hosts nothing. Each process's
- * `/metrics`, on its own port, is scraped and read as Prometheus samples.
+ * Roles and metrics: one API-only and one runner-only production server process
+ * (`support/ServerWithTestWorkflow.ts`, configured by `BOSUN_ROLE`) on one Postgres. The runner
+ * hosts every shard and runs the work, serving only the health endpoints; the API process serves
+ * the API, joins the cluster as a client and hosts nothing. Each process's `/metrics`, on its own
+ * port, is scraped and read as Prometheus samples.
  */
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"

@@ -1,5 +1,5 @@
 /**
- * The run pipeline end to end (issue 7): a run and its job written by `enqueueRun`, claimed by the
+ * The run pipeline end to end: a run and its job written by `enqueueRun`, claimed by the
  * Scheduler entity, run as a `RunAttemptWorkflow` through its seven steps on the real runtime
  * process (EXTERNAL_RUNTIME), its events flushed to `workflow_events`, the job settled. The
  * workflow type is the test's, registered through the `WorkflowTypes` port; every step around it

@@ -1,11 +1,11 @@
 /**
- * Several runners on one Postgres (issue 7, "Done when"): three production server processes
+ * Several runners on one Postgres: three production server processes
  * (`support/ServerWithTestWorkflow.ts`, socket transport between runners) share one database and
- * one real runtime; 200 runs are queued; one process is SIGKILLed mid-way. Every run still
- * finishes exactly once — SUCCEEDED, one attempt, one publication — and the test reports how long
- * the failover took: from the kill to the last run that was RUNNING at the kill finishing (the
- * killed runner's attempts resume on the survivors). It reports apart how long the whole backlog
- * (the runs still queued too) took to drain: that is the survivors' throughput, not failover.
+ * one real runtime; 200 runs are queued; one process is SIGKILLed mid-way. Every run still finishes
+ * exactly once — SUCCEEDED, one attempt, one publication — and the test reports how long the
+ * failover took: from the kill to the last run that was RUNNING at the kill finishing (the killed
+ * runner's attempts resume on the survivors). It reports apart how long the whole backlog (the runs
+ * still queued too) took to drain: that is the survivors' throughput, not failover.
  */
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"

@@ -1,8 +1,7 @@
 /**
- * How a review notices a dependency on a sibling repository (issue 10, "Context suggestions"):
- * package.json dependencies on a package a sibling publishes, git submodules, imports in added
- * lines, and references to a sibling's files from OpenAPI/proto/YAML/Go files — of the primary's
- * owner only, once per secondary repository.
+ * How a review notices a dependency on a sibling repository: package.json dependencies on a package
+ * a sibling publishes, git submodules, imports in added lines, and references to a sibling's files
+ * from OpenAPI/proto/YAML/Go files — of the primary's owner only, once per secondary repository.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as fc from "fast-check"

@@ -1,6 +1,6 @@
 /**
- * Bosun's judgement of a deep-scan finding's reproduction (issue 10: "unconfirmed ones are shown
- * as unverified, never silently dropped"): VERIFIED only for a HIGH or CRITICAL finding whose
+ * Bosun's judgement of a deep-scan finding's reproduction (unconfirmed ones are shown as
+ * unverified, never silently dropped): VERIFIED only for a HIGH or CRITICAL finding whose
  * reproduction says confirmed, failed (non-zero exit), sits under `bosun-repro/` and is among the
  * run's own changes — for every combination of those, by property — and the fingerprint that a
  * rejection suppresses is stable across lines and titles and differs by symbol, path and CWE.

@@ -1,11 +1,10 @@
 /**
- * A context suggestion end to end (issue 10, "Done when": a repository importing a package from a
- * sibling repository → one suggestion → approve → the next run checks both out). Two repositories
- * of one installation on the fake GitHub: `web`, whose pull request adds an import of the package
- * `shared` publishes. A real Bosun reviews it through the real runtime and OpenCode with a
- * scripted model and, in the same publish step, proposes `shared` as context; approved through
- * the API, the next review's run has `shared` checked out read-only beside `web`, and the agent
- * is told so. Nothing is proposed twice.
+ * A context suggestion end to end (a repository importing a package from a sibling repository → one
+ * suggestion → approve → the next run checks both out). Two repositories of one installation on the
+ * fake GitHub: `web`, whose pull request adds an import of the package `shared` publishes. A real
+ * Bosun reviews it through the real runtime and OpenCode with a scripted model and, in the same
+ * publish step, proposes `shared` as context; approved through the API, the next review's run has
+ * `shared` checked out read-only beside `web`, and the agent is told so. Nothing is proposed twice.
  */
 import * as fs from "node:fs"
 import * as os from "node:os"

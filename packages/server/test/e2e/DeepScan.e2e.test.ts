@@ -1,12 +1,11 @@
 /**
- * A deep scan end to end (issue 10, "Done when": a seeded repository with a planted SQL injection
- * and a planted false positive → one verified HIGH finding and one unverified; rejecting the false
- * positive as false_positive → the next scan does not raise it; accepting the real one → a fix
- * work item → a pull request). A real Bosun launches the scan
- * through the API; the run goes through the Scheduler to the real runtime process with the real
- * OpenCode CLI and a scripted model, which audits the checkout cloned from the fake GitHub at the
- * pinned head, writes its reproductions in the sandbox and runs them; Bosun judges them against
- * the run's own changes.
+ * A deep scan end to end (a seeded repository with a planted SQL injection and a planted false
+ * positive → one verified HIGH finding and one unverified; rejecting the false positive as
+ * false_positive → the next scan does not raise it; accepting the real one → a fix work item → a
+ * pull request). A real Bosun launches the scan through the API; the run goes through the Scheduler
+ * to the real runtime process with the real OpenCode CLI and a scripted model, which audits the
+ * checkout cloned from the fake GitHub at the pinned head, writes its reproductions in the sandbox
+ * and runs them; Bosun judges them against the run's own changes.
  */
 import * as fs from "node:fs"
 import * as os from "node:os"

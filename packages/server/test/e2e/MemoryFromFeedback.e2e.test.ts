@@ -1,12 +1,12 @@
 /**
- * A memory learned from review feedback, end to end (issue 10, "Done when": a reply "we always
- * use parameterized queries through db.query here" on a finding → a PROPOSED memory with
- * provenance → approve → the next review's run request contains it). A real Bosun reviews a pull
- * request on the fake GitHub through the real runtime and OpenCode with a scripted model; a
- * person's reply in the finding's thread arrives as a signed webhook and queues a memory-distill
- * run, whose agent proposes the convention; an `@bosun remember` restating it is merged into
- * that memory, not proposed twice; approved and enabled, the memory is in the next review's
- * instructions, and what the review says it did with it is the memory's measured effect.
+ * A memory learned from review feedback, end to end (a reply "we always use parameterized queries
+ * through db.query here" on a finding → a PROPOSED memory with provenance → approve → the next
+ * review's run request contains it). A real Bosun reviews a pull request on the fake GitHub through
+ * the real runtime and OpenCode with a scripted model; a person's reply in the finding's thread
+ * arrives as a signed webhook and queues a memory-distill run, whose agent proposes the convention;
+ * an `@bosun remember` restating it is merged into that memory, not proposed twice; approved and
+ * enabled, the memory is in the next review's instructions, and what the review says it did with it
+ * is the memory's measured effect.
  */
 import * as fs from "node:fs"
 import * as os from "node:os"

@@ -1,9 +1,9 @@
 /**
- * Pull-request reviews end to end (issue 8, "Done when"): signed GitHub webhooks into a real Bosun,
- * the inbox, the Scheduler and a `review` RunAttemptWorkflow on the real runtime process, which
- * clones the pull request's head from the fake GitHub over git smart HTTP with the installation
- * token and runs the real OpenCode CLI against a scripted OpenAI-compatible model; the review is
- * published to the fake GitHub through the real Octokit clients.
+ * Pull-request reviews end to end: signed GitHub webhooks into a real Bosun, the inbox, the
+ * Scheduler and a `review` RunAttemptWorkflow on the real runtime process, which clones the pull
+ * request's head from the fake GitHub over git smart HTTP with the installation token and runs the
+ * real OpenCode CLI against a scripted OpenAI-compatible model; the review is published to the fake
+ * GitHub through the real Octokit clients.
  *
  * The model's script answers each review with two steps: a bash call that prints a line of the
  * checked-out file (so the test sees the agent read the head it was given) and writes

@@ -1,9 +1,9 @@
 /**
- * A server killed while it publishes a review (issue 8, "Done when": "Kill the server during
- * publish → after restart exactly one review exists"). The production server runs in a process of
- * its own (`src/main.ts`, as `npm start` runs it) on a test database, with the real runtime
- * process (a custom review agent profile through `BOSUN_REVIEW_AGENT_PROFILE` that writes a fixed
- * review at once) and the fake GitHub serving the repository over smart HTTP.
+ * A server killed while it publishes a review (kill the server during publish → after restart
+ * exactly one review exists). The production server runs in a process of its own (`src/main.ts`, as
+ * `npm start` runs it) on a test database, with the real runtime process (a custom review agent
+ * profile through `BOSUN_REVIEW_AGENT_PROFILE` that writes a fixed review at once) and the fake
+ * GitHub serving the repository over smart HTTP.
  *
  * The worst moment is chosen: GitHub has created the review but its answer is held back, so the
  * server dies not knowing whether its call landed (its provider effect is PENDING). Started

@@ -1,11 +1,10 @@
 /**
- * A change request from Slack to a merged pull request, end to end (issue 9, "Done when": a change
- * request in a thread → plan → APPROVE → a pull request on the fake GitHub and its link in the
- * thread; the item follows the PR to merged). Signed Slack events and GitHub webhooks into a real
- * Bosun; the intake and implement runs on the real runtime process with the real OpenCode CLI and
- * a scripted model; the checkout cloned from the fake GitHub over git smart HTTP; the pull
- * request opened through the Git Data API on the fake's real git repository; the replies through
- * `@slack/web-api`.
+ * A change request from Slack to a merged pull request, end to end (a change request in a thread →
+ * plan → APPROVE → a pull request on the fake GitHub and its link in the thread; the item follows
+ * the PR to merged). Signed Slack events and GitHub webhooks into a real Bosun; the intake and
+ * implement runs on the real runtime process with the real OpenCode CLI and a scripted model; the
+ * checkout cloned from the fake GitHub over git smart HTTP; the pull request opened through the Git
+ * Data API on the fake's real git repository; the replies through `@slack/web-api`.
  */
 import { generateKeyPairSync } from "node:crypto"
 import * as fs from "node:fs"

@@ -1,6 +1,6 @@
 /**
  * `@<app slug>` commands in pull-request comments, pull requests closing, and pushes to the default
- * branch (issue 8), through the real webhook route, the inbox consumer, the Scheduler and a fake
+ * branch, through the real webhook route, the inbox consumer, the Scheduler and a fake
  * GitHub with an App holding a real RSA key: who may give `review`, `pause` and `resume`, what each
  * does to jobs, the repository and the pull request's review status, the one comment each delivery
  * posts, what is ignored and why, and the default branch's recorded head.

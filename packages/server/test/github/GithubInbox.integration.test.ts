@@ -1,5 +1,5 @@
 /**
- * The GitHub inbox consumer (issue 8) behind the real webhook route, the outbox and the Postgres
+ * The GitHub inbox consumer behind the real webhook route, the outbox and the Postgres
  * queue: installations link the organization and bring its repositories (read back through the
  * repositories API), installation_repositories adds and removes them, an uninstall makes them all
  * unavailable, pull_request events keep the pull-request list (the spec's list item, through the

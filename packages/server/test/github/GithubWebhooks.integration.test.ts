@@ -1,5 +1,5 @@
 /**
- * `POST /api/v1/github/webhooks` over real HTTP (issue 8: GitHub App ingress), with deliveries
+ * `POST /api/v1/github/webhooks` over real HTTP (GitHub App ingress), with deliveries
  * signed the way GitHub signs them (`@octokit/webhooks-methods`): a verified delivery is recorded
  * with its inbox outbox row in one transaction and acknowledged; a redelivery of the same id is
  * acknowledged as a duplicate and writes nothing; a bad or missing signature is a 401 that writes

@@ -1,5 +1,5 @@
 /**
- * How GitHub `pull_request` deliveries queue reviews (issue 8) through the real webhook route, the
+ * How GitHub `pull_request` deliveries queue reviews through the real webhook route, the
  * inbox consumer, review_policy and the Scheduler, with a fake GitHub and an App holding a real
  * RSA key: which actions queue one `review` run and job (keyed by the pull request as session and
  * batch), which are ignored and why, the max_changed_files notice posted once per head, and a

@@ -1,5 +1,5 @@
 /**
- * The OpenAPI document at `/api/v1/openapi.json` (issue 5: served, generated from the `HttpApi`)
+ * The OpenAPI document at `/api/v1/openapi.json` (served, generated from the `HttpApi`)
  * against the spec's endpoint tables: every endpoint the spec lists for this server is in it,
  * with the spec's method and path, under the `/api/v1` base path (the health endpoints at the
  * root). The agent runtime's endpoints are the runtime's, on its own port, and not listed here.

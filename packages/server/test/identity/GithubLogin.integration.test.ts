@@ -1,5 +1,5 @@
 /**
- * Signing in with GitHub end to end (issue 5): the real server's login and callback against a
+ * Signing in with GitHub end to end: the real server's login and callback against a
  * local fake GitHub speaking the OAuth and REST wire formats, through the real Octokit clients.
  * Covers the redirect and its state cookie, the code exchange, users and memberships from the
  * App's installations (owners ADMIN, others MEMBER), the session cookie, and every refusal.

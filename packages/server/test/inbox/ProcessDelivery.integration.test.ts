@@ -1,5 +1,5 @@
 /**
- * How the Linear and Slack inboxes apply deliveries (issue 9; `inbox/ProcessDelivery.ts`) on a
+ * How the Linear and Slack inboxes apply deliveries (`inbox/ProcessDelivery.ts`) on a
  * real Postgres: each delivery once, and one subject's deliveries in arrival order whatever order
  * their wake-ups are handled in — the inbox handles eight messages at once, so a Linear comment's
  * wake-up can run before the wake-up of the delivery that created the issue's work item.

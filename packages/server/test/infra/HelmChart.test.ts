@@ -1,13 +1,13 @@
 /**
- * The Helm chart in `infra/helm/bosun` (issue 12: "the Helm chart renders and validates"). The
- * real `helm` renders it (`@bosun/testing/Helm`: helm 3.8.1 from an npm package, no cluster), with
- * the default values and with a set that turns every option on, and every manifest is checked
- * strictly against the Kubernetes schemas (`@bosun/testing/KubernetesSchemas`). Then what the
- * deployment depends on: replicas and roles, probes on /healthz and /readyz, a grace period longer
- * than the graceful stop, secrets only by reference, the runners' cluster settings, RBAC confined
- * to one namespace, and the runtime pods' NetworkPolicy — the last two checked against the pods
- * and API calls `PlatformContainer` really makes, driven with the chart's settings against the
- * fake Kubernetes API. Bad values fail the render with a message saying what to fix.
+ * The Helm chart in `infra/helm/bosun`. The real `helm` renders it (`@bosun/testing/Helm`: helm
+ * 3.8.1 from an npm package, no cluster), with the default values and with a set that turns every
+ * option on, and every manifest is checked strictly against the Kubernetes schemas
+ * (`@bosun/testing/KubernetesSchemas`). Then what the deployment depends on: replicas and roles,
+ * probes on /healthz and /readyz, a grace period longer than the graceful stop, secrets only by
+ * reference, the runners' cluster settings, RBAC confined to one namespace, and the runtime pods'
+ * NetworkPolicy — the last two checked against the pods and API calls `PlatformContainer` really
+ * makes, driven with the chart's settings against the fake Kubernetes API. Bad values fail the
+ * render with a message saying what to fix.
  */
 import { randomBytes } from "node:crypto"
 import * as path from "node:path"

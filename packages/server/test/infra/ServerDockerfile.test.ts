@@ -1,11 +1,10 @@
 /**
- * `infra/server.Dockerfile` (issue 12: "multi-stage, Node 24, non-root, no build tools in the
- * final image, the dashboard bundled into the server image; a test checks each file's base
- * image, user and entrypoint"). No Docker engine runs here, so the file is checked as text
- * (`readDockerfile`): the final stage's base, user, entrypoint and port; that it installs no
- * build tools and runs no npm; that the dashboard is built in its own stage and only its
- * `dist/` shipped; that every workspace the server imports, and the migrations, are in the
- * image; and that every path copied from the build context exists.
+ * `infra/server.Dockerfile` (multi-stage, Node 24, non-root, no build tools in the final image, the
+ * dashboard bundled into the server image). No Docker engine runs here, so the file is checked as
+ * text (`readDockerfile`): the final stage's base, user, entrypoint and port; that it installs no
+ * build tools and runs no npm; that the dashboard is built in its own stage and only its `dist/`
+ * shipped; that every workspace the server imports, and the migrations, are in the image; and that
+ * every path copied from the build context exists.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"

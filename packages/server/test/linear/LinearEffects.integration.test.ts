@@ -1,10 +1,10 @@
 /**
- * Linear effects (issue 9, "Outbound effects"): a comment is made once under the id Bosun derives
- * from its idempotency key — after a 429's `Retry-After`, and however often its effect is
- * delivered — and an issue is moved to a workflow state; an expiring OAuth token is renewed once
- * under the Mutex `tracker-token:{org}` however many calls need it at once, and a revoked one is
- * renewed and the call made again. A real Bosun with the real `@linear/sdk` client against a
- * local fake of Linear's GraphQL API and token endpoint.
+ * Linear effects: a comment is made once under the id Bosun derives from its idempotency key —
+ * after a 429's `Retry-After`, and however often its effect is delivered — and an issue is moved to
+ * a workflow state; an expiring OAuth token is renewed once under the Mutex `tracker-token:{org}`
+ * however many calls need it at once, and a revoked one is renewed and the call made again. A real
+ * Bosun with the real `@linear/sdk` client against a local fake of Linear's GraphQL API and token
+ * endpoint.
  */
 import { eventually, FakeLinear } from "@bosun/testing"
 import { assert, layer } from "@effect/vitest"

@@ -1,5 +1,5 @@
 /**
- * Linear, the tracker (issue 9), over real HTTP: connecting an organization (ADMIN, audited,
+ * Linear, the tracker, over real HTTP: connecting an organization (ADMIN, audited,
  * secrets sealed and never returned, one owner per workspace); `POST /api/v1/linear/webhooks` with
  * deliveries signed as Linear signs them (hex HMAC-SHA256 of the body): required headers, bad
  * signature, stale timestamp, duplicate delivery; and the inbox turning an issue assigned to Bosun,

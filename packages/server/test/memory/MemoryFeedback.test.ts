@@ -1,7 +1,7 @@
 /**
- * What a comment gives Bosun to learn from (issue 10, "Memories: sources"): `@slug remember`,
- * a reason-coded 👎 reply and other replies in a finding's thread; quoted and fenced text is not
- * read, and replies too short to state anything are not worth a run.
+ * What a comment gives Bosun to learn from: `@slug remember`, a reason-coded 👎 reply and other
+ * replies in a finding's thread; quoted and fenced text is not read, and replies too short to state
+ * anything are not worth a run.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Option } from "effect"

@@ -5,7 +5,7 @@
  * Composio user id, the managed auth config created once and reused), no-auth apps, every refusal
  * before Composio is asked, Composio's own refusals and outages (never leaking the API key), an
  * instance with no key configured, and that no failure writes a row or an audit event. The list
- * (issue 5) shows a member their own apps only, with no link and no Composio id.
+ * shows a member their own apps only, with no link and no Composio id.
  */
 import type { ConnectedApp, ConnectedAppConnection } from "@bosun/domain"
 import { FakeComposio, LogCapture } from "@bosun/testing"

@@ -1,5 +1,5 @@
 /**
- * Memories over real HTTP (spec: Organization endpoints, Resources "Memory"; issue 5): the list,
+ * Memories over real HTTP (spec: Organization endpoints, Resources "Memory"): the list,
  * one memory by id and the enable/disable PATCH, field by field; 409 for a memory that is not
  * approved; 401, 404 across organizations, 403 below ADMIN, 400 for bad input; last_toggled_at/by
  * and audit evidence.

@@ -1,6 +1,6 @@
 /**
  * `GET .../workflow-runs/{run_id}` and `GET .../workflow-runs` over real HTTP (spec: Organization
- * endpoints, Resources "Workflow run", "Workflow attempt"; issue 5): the run and its attempts field
+ * endpoints, Resources "Workflow run", "Workflow attempt"): the run and its attempts field
  * by field; the list newest first, filtered by repository and pull request, capped at page_size;
  * 401, 404 across organizations, 400 for an over-long id or a bad query value.
  */

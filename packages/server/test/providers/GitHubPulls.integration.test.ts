@@ -1,5 +1,5 @@
 /**
- * The pull-request client of the GitHub App (issue 8) through the real Octokit REST and GraphQL
+ * The pull-request client of the GitHub App through the real Octokit REST and GraphQL
  * clients against the local fake GitHub, as the organization's App with a real RSA key: changed
  * files page by page, details, reviews with inline comments and their threads, check runs,
  * description and comments, and every refusal, whose message names the endpoint and status only.

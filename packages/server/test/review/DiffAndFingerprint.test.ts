@@ -1,5 +1,5 @@
 /**
- * Two building blocks of publishing a review (issue 8): the lines of a unified-diff patch GitHub
+ * Two building blocks of publishing a review: the lines of a unified-diff patch GitHub
  * accepts comments on, and finding fingerprints that survive what changes between pushes (line
  * numbers, indentation, rewording of numbers and punctuation) but not what makes a finding
  * another one (category, title words, code, file).

@@ -1,5 +1,5 @@
 /**
- * Bosun's section of a pull request's body (issue 8, automatic_pr_description): the author's text
+ * Bosun's section of a pull request's body (automatic_pr_description): the author's text
  * before and after it kept byte for byte, an earlier section replaced in place, a lost end marker
  * tolerated, markers inside the agent's text defused, and applying a description idempotent.
  */

@@ -1,5 +1,5 @@
 /**
- * The review publish step with automatic_pr_description (issue 8) against the fake GitHub through
+ * The review publish step with automatic_pr_description against the fake GitHub through
  * the real Octokit clients: the agent's description goes into the pull request's body between
  * Bosun's markers beside the author's text, patched once per run by the review's delivery — not
  * again when publish runs again, after a failed PATCH or a PATCH that landed unrecorded — a later run replaces only the

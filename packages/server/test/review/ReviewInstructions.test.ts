@@ -1,8 +1,8 @@
 /**
- * What a review run's agent is told (issue 8, "The review run"): the pull request and the diff
- * range, only the files the coverage ledger gave it (skipped ones named with their reason), the
- * strictness, guidance, custom instructions and approved conventions, and the output contract —
- * asking for a pull request description only when automatic_pr_description is enabled.
+ * What a review run's agent is told: the pull request and the diff range, only the files the
+ * coverage ledger gave it (skipped ones named with their reason), the strictness, guidance, custom
+ * instructions and approved conventions, and the output contract — asking for a pull request
+ * description only when automatic_pr_description is enabled.
  */
 import { DEFAULT_CONFIGURATION } from "@bosun/domain"
 import { assert, describe, it } from "@effect/vitest"

@@ -1,5 +1,5 @@
 /**
- * The review plan (issue 8): coverage with skip reasons, placement of findings (inline up to
+ * The review plan: coverage with skip reasons, placement of findings (inline up to
  * comment_limit by severity, overflow, outside the diff, already posted, dismissed), resolution
  * of findings the agent no longer reports in changed files, and the review body's text — over
  * generated outputs, nothing dropped and nothing posted twice.

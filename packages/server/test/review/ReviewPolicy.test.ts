@@ -1,5 +1,5 @@
 /**
- * The review policy's decisions (spec: review_policy; issue 8), over generated events and paths:
+ * The review policy's decisions (spec: review_policy), over generated events and paths:
  * which pull-request events start a review, drafts, excluded authors (logins without case, `[bot]`
  * accounts), paused repositories, and `excluded_paths` read in order with `!` re-including.
  */

@@ -1,9 +1,8 @@
 /**
- * Slack, connected and posted to (issue 9, "Installing/connecting Slack", "Outbound effects" and
- * its "Done when": Slack answering 429 twice then 200 → exactly one message; a provider failing 5
- * times → the effect in `bosun-effects-dlq`, visible to the operator CLI and replayable). A real
- * Bosun with the real `@slack/web-api` client against a local fake of Slack's Web API; the CLI
- * runs as its own process on the same database.
+ * Slack, connected and posted to (Slack answering 429 twice then 200 → exactly one message; a
+ * provider failing 5 times → the effect in `bosun-effects-dlq`, visible to the operator CLI and
+ * replayable). A real Bosun with the real `@slack/web-api` client against a local fake of Slack's
+ * Web API; the CLI runs as its own process on the same database.
  */
 import { execFile } from "node:child_process"
 import { fileURLToPath } from "node:url"

@@ -1,9 +1,9 @@
 /**
- * `POST /api/v1/slack/events` and the Slack inbox (issue 9, Slack ingress): signed with Slack's v0
- * scheme and a 5-minute window, `url_verification` answered, `event_id` deduplicated (Slack's
- * retries acknowledged, not processed again), and messages addressed to Bosun becoming one work
- * item per thread — by mention, direct message, or passive listening — with follow-ups in the
- * thread kept on the same item. Requests are signed as Slack signs them (FakeSlack's helpers).
+ * `POST /api/v1/slack/events` and the Slack inbox: signed with Slack's v0 scheme and a 5-minute
+ * window, `url_verification` answered, `event_id` deduplicated (Slack's retries acknowledged, not
+ * processed again), and messages addressed to Bosun becoming one work item per thread — by mention,
+ * direct message, or passive listening — with follow-ups in the thread kept on the same item.
+ * Requests are signed as Slack signs them (FakeSlack's helpers).
  */
 import { eventually, FakeSlack, signedSlackHeaders } from "@bosun/testing"
 import { assert, layer } from "@effect/vitest"

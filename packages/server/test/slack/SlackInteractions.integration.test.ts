@@ -1,10 +1,10 @@
 /**
- * `POST /api/v1/slack/interactions` (issue 9: a plan "waits for APPROVE ... from the dashboard, a
- * Slack button or a reply"): a click on a plan's Approve or Reject button, signed as Slack signs
- * its interactivity requests (v0 over the raw form body), is acknowledged at once, applied once,
- * audited as the Slack user, and said in the thread; a forged, stale or malformed request writes
- * nothing, and a button outside its item's thread changes nothing. Requests are built as Slack
- * sends them: `application/x-www-form-urlencoded` with the interaction's JSON in `payload`.
+ * `POST /api/v1/slack/interactions` (a plan waits for APPROVE from the dashboard, a Slack button or
+ * a reply): a click on a plan's Approve or Reject button, signed as Slack signs its interactivity
+ * requests (v0 over the raw form body), is acknowledged at once, applied once, audited as the Slack
+ * user, and said in the thread; a forged, stale or malformed request writes nothing, and a button
+ * outside its item's thread changes nothing. Requests are built as Slack sends them:
+ * `application/x-www-form-urlencoded` with the interaction's JSON in `payload`.
  */
 import { eventually, FakeSlack, slackSignature } from "@bosun/testing"
 import { assert, layer } from "@effect/vitest"

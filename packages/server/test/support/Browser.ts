@@ -1,9 +1,9 @@
 /**
- * The dashboard in a real browser (issue 11): the SPA built by Vite into a temporary directory
- * the test server serves, and Debian's Chromium driven by `playwright-core` with the flags the
- * issue names. Screenshots go to `.artifacts/dashboard/` at the repository root, the folder CI
- * keeps. `.ci/run` installs Chromium when it is missing; outside CI a machine without it skips
- * the browser tests with that reason.
+ * The dashboard in a real browser: the SPA built by Vite into a temporary directory
+ * the test server serves, and Debian's Chromium driven by `playwright-core` with the flags in
+ * `CHROMIUM_FLAGS`. Screenshots go to `.artifacts/dashboard/` at the repository root, the folder CI
+ * keeps. `.ci/run` installs Chromium when it is missing; outside CI a machine without it skips the
+ * browser tests with that reason.
  */
 import * as fs from "node:fs"
 import * as os from "node:os"

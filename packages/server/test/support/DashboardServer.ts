@@ -1,5 +1,5 @@
 /**
- * What the dashboard's browser tests share (issue 11): the test server's settings for them, the
+ * What the dashboard's browser tests share: the test server's settings for them, the
  * API read-back that checks what a screen did, and waiting on a count of elements.
  */
 import { eventually } from "@bosun/testing"

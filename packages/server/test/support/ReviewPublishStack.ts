@@ -1,5 +1,5 @@
 /**
- * What a test of the review workflow's publish step runs on (issue 8): the fake GitHub with an App
+ * What a test of the review workflow's publish step runs on: the fake GitHub with an App
  * (a real RSA key) installed on one repository of one organization, the organization's App
  * configuration sealed through the real repository, and the real GitHub clients, outbox, Postgres
  * queues and `bosun-effects` consumer over a fresh test database — no HTTP stack, no cluster —

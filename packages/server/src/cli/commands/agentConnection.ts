@@ -1,6 +1,6 @@
 /**
- * `bosun agent-connection discover --org ORG [--repository ID]` (issue 7: catalog discovery "on
- * demand"): queues a catalog discovery of one scope's agent connection — the organization's, or a
+ * `bosun agent-connection discover --org ORG [--repository ID]` (catalog discovery on demand):
+ * queues a catalog discovery of one scope's agent connection — the organization's, or a
  * repository's own override — as a credential write does, for when a provider added models or a
  * discovery failed for a reason that has since gone away. The CLI is no cluster runner, so it does
  * not wake the Scheduler: a running server claims the run at its next tick

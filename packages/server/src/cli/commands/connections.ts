@@ -1,10 +1,9 @@
 /**
- * `bosun slack connect` and `bosun linear connect` (issue 9: "installing/connecting Slack and
- * Linear for an organization ... through endpoints and CLI commands"): the operator's way to do
- * what `PUT .../slack-connection` and `PUT .../linear-connection` do, for automation and for a
- * first run before anyone signs in. Secrets are read from files (never from the command line,
- * where `ps` and shell history would show them), sealed on arrival and never printed; each
- * connection is audited as the operator's.
+ * `bosun slack connect` and `bosun linear connect`: the operator's way to do what
+ * `PUT .../slack-connection` and `PUT .../linear-connection` do, for automation and for a first run
+ * before anyone signs in. Secrets are read from files (never from the command line, where `ps` and
+ * shell history would show them), sealed on arrival and never printed; each connection is audited
+ * as the operator's.
  */
 import { PathId } from "@bosun/domain"
 import { Console, Effect, Option, Redacted } from "effect"

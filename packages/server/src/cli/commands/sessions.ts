@@ -1,9 +1,9 @@
 /**
- * `bosun sessions create --org ORG --login LOGIN [--role MEMBER|ADMIN|SUPER_USER]` (issue 5:
- * first run before OAuth is configured, and automation). Creates the organization, the user and
- * the membership when missing, opens a session, records it as audit evidence, and prints the
- * cookie `bosun_session=<token>` as the last line of stdout. The token is printed once and
- * stored only hashed.
+ * `bosun sessions create --org ORG --login LOGIN [--role MEMBER|ADMIN|SUPER_USER]` (for a first run
+ * before OAuth is configured, and automation). Creates the organization, the user and the
+ * membership when missing, opens a session, records it as audit evidence, and prints the cookie
+ * `bosun_session=<token>` as the last line of stdout. The token is printed once and stored only
+ * hashed.
  */
 import { PathId, Role, SESSION_COOKIE } from "@bosun/domain"
 import { Console, Effect, Redacted } from "effect"

@@ -1,6 +1,6 @@
 /**
  * `bosun users grant --login LOGIN --role SUPER_USER` and `bosun users revoke --login LOGIN`
- * (issue 5: operators grant SUPER_USER). A login not seen yet is created, so the grant holds when
+ * (how operators grant SUPER_USER). A login not seen yet is created, so the grant holds when
  * that GitHub user first signs in. Both are recorded as audit evidence.
  */
 import { Console, Effect, Schema } from "effect"
