@@ -1,7 +1,8 @@
 /**
- * Every setting Bosun reads, through Effect `Config` (README: Configuration). Values are validated
- * here, once, at start-up: a malformed value fails with a `ConfigError` naming the variable, which
- * `main` prints as one line. Secrets stay `Redacted` from the moment they are read.
+ * Every setting the server reads, through Effect `Config`, each name passed through `setting` so it
+ * cannot be read without its entry in `Settings.ts` (docs/configuration-reference.md). Values are
+ * validated here, once, at start-up: a malformed value fails with a `ConfigError` naming the
+ * variable, which `main` prints as one line. Secrets stay `Redacted` from the moment they are read.
  */
 
 import { fileURLToPath } from "node:url"
@@ -9,6 +10,7 @@ import type { ClusterSettings } from "@bosun/actors/cluster/ActorsLive"
 import { Config, Context, Duration, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { configProblem, credentialedUrl } from "./ConfigChecks.ts"
 import { type SandboxSettings, sandboxConfig } from "./SandboxConfig.ts"
+import { type ServerSettingName, setting } from "./Settings.ts"
 
 const MasterKeyPattern = /^[A-Za-z0-9+/]{43}=$/
 
@@ -178,27 +180,28 @@ export interface AppSettings {
   readonly sseKeepAliveInterval: Duration.Duration
 }
 
-const duration = (name: string, fallback: Duration.Duration) => Config.Duration(name).pipe(Config.withDefault(fallback))
+const duration = (name: ServerSettingName, fallback: Duration.Duration) =>
+  Config.Duration(name).pipe(Config.withDefault(fallback))
 
 const defaultMigrationsDir = fileURLToPath(new URL("../../../../sql/", import.meta.url))
 
 const defaultDashboardDir = fileURLToPath(new URL("../../../dashboard/dist/", import.meta.url))
 
-const optionalRedacted = (name: string) => Config.option(Config.Redacted(name))
+const optionalRedacted = (name: ServerSettingName) => Config.option(Config.Redacted(name))
 
 const s3Config: Config.Config<Option.Option<S3Settings>> = Config.all({
-  bucket: Config.option(Config.NonEmptyString("BOSUN_S3_BUCKET")),
-  endpoint: Config.option(Config.URL("BOSUN_S3_ENDPOINT")),
-  region: Config.String("BOSUN_S3_REGION").pipe(Config.withDefault("us-east-1")),
-  forcePathStyle: Config.Boolean("BOSUN_S3_FORCE_PATH_STYLE").pipe(Config.withDefault(false)),
+  bucket: Config.option(Config.NonEmptyString(setting("BOSUN_S3_BUCKET"))),
+  endpoint: Config.option(Config.URL(setting("BOSUN_S3_ENDPOINT"))),
+  region: Config.String(setting("BOSUN_S3_REGION")).pipe(Config.withDefault("us-east-1")),
+  forcePathStyle: Config.Boolean(setting("BOSUN_S3_FORCE_PATH_STYLE")).pipe(Config.withDefault(false)),
   accessKeyId: optionalRedacted("BOSUN_S3_ACCESS_KEY_ID"),
   secretAccessKey: optionalRedacted("BOSUN_S3_SECRET_ACCESS_KEY")
 }).pipe(Config.map(({ bucket, ...rest }) => Option.map(bucket, (bucket) => ({ bucket, ...rest }))))
 
 const masterKeyConfig: Config.Config<Option.Option<MasterKeySettings>> = Config.all({
-  key: Config.option(Config.schema(MasterKeyString, "BOSUN_MASTER_KEY")),
-  version: Config.schema(KeyVersionString, "BOSUN_MASTER_KEY_VERSION").pipe(Config.withDefault("1")),
-  previous: Config.schema(PreviousKeysJson, "BOSUN_PREVIOUS_MASTER_KEYS").pipe(Config.withDefault({}))
+  key: Config.option(Config.schema(MasterKeyString, setting("BOSUN_MASTER_KEY"))),
+  version: Config.schema(KeyVersionString, setting("BOSUN_MASTER_KEY_VERSION")).pipe(Config.withDefault("1")),
+  previous: Config.schema(PreviousKeysJson, setting("BOSUN_PREVIOUS_MASTER_KEYS")).pipe(Config.withDefault({}))
 }).pipe(
   Config.mapEffect(({ key, version, previous }) => {
     // Spec: Limits, "version an integer greater than the previous active version".
@@ -221,18 +224,18 @@ const masterKeyConfig: Config.Config<Option.Option<MasterKeySettings>> = Config.
 )
 
 /** An outside API that receives a credential (`ConfigChecks.credentialedUrl`), with its default. */
-const credentialedApiUrl = (name: string, fallback: string) =>
+const credentialedApiUrl = (name: ServerSettingName, fallback: string) =>
   Config.URL(name).pipe(Config.withDefault(new URL(fallback)), Config.mapEffect(credentialedUrl(name)))
 
 /** A runtime URL needs the organization-scoped token that runtime was started with, and the reverse. */
 const runtimeConfig = Config.all({
-  url: Config.option(Config.URL("BOSUN_RUNTIME_URL")),
+  url: Config.option(Config.URL(setting("BOSUN_RUNTIME_URL"))),
   token: optionalRedacted("BOSUN_RUNTIME_TOKEN"),
   embeddedPort: Config.schema(
     Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 0, maximum: 65535 })),
-    "BOSUN_EMBEDDED_RUNTIME_PORT"
+    setting("BOSUN_EMBEDDED_RUNTIME_PORT")
   ).pipe(Config.withDefault(8787)),
-  reviewAgentProfile: Config.option(Config.NonEmptyString("BOSUN_REVIEW_AGENT_PROFILE"))
+  reviewAgentProfile: Config.option(Config.NonEmptyString(setting("BOSUN_REVIEW_AGENT_PROFILE")))
 }).pipe(
   Config.mapEffect(({ url, token, embeddedPort, reviewAgentProfile }) => {
     if (Option.isSome(url) && Option.isSome(token)) {
@@ -260,38 +263,40 @@ const PositiveInt = Schema.NumberFromString.check(Schema.isInt(), Schema.isBetwe
 
 const OTLP_PROTOCOLS = ["http/protobuf", "http/json"] as const
 
-const roleConfig = Config.schema(Schema.Literals(ROLES), "BOSUN_ROLE").pipe(Config.withDefault("all" as const))
+const roleConfig = Config.schema(Schema.Literals(ROLES), setting("BOSUN_ROLE")).pipe(Config.withDefault("all" as const))
 
 const clusterConfig: Config.Config<ClusterSettings> = Config.all({
-  runnerHost: Config.String("BOSUN_RUNNER_HOST").pipe(Config.withDefault("127.0.0.1")),
-  runnerPort: Config.Port("BOSUN_RUNNER_PORT").pipe(Config.withDefault(34431)),
-  listenHost: Config.option(Config.String("BOSUN_RUNNER_LISTEN_HOST")),
+  runnerHost: Config.String(setting("BOSUN_RUNNER_HOST")).pipe(Config.withDefault("127.0.0.1")),
+  runnerPort: Config.Port(setting("BOSUN_RUNNER_PORT")).pipe(Config.withDefault(34431)),
+  listenHost: Config.option(Config.String(setting("BOSUN_RUNNER_LISTEN_HOST"))),
   role: roleConfig,
-  runnerHealth: Config.schema(Schema.Literals(["ping", "k8s"]), "BOSUN_RUNNER_HEALTH").pipe(
+  runnerHealth: Config.schema(Schema.Literals(["ping", "k8s"]), setting("BOSUN_RUNNER_HEALTH")).pipe(
     Config.withDefault("ping" as const)
   ),
-  runnerHealthNamespace: Config.option(Config.NonEmptyString("BOSUN_RUNNER_HEALTH_NAMESPACE")),
-  runnerHealthLabelSelector: Config.option(Config.NonEmptyString("BOSUN_RUNNER_HEALTH_LABEL_SELECTOR")),
+  runnerHealthNamespace: Config.option(Config.NonEmptyString(setting("BOSUN_RUNNER_HEALTH_NAMESPACE"))),
+  runnerHealthLabelSelector: Config.option(Config.NonEmptyString(setting("BOSUN_RUNNER_HEALTH_LABEL_SELECTOR"))),
   shardLockExpiration: duration("BOSUN_SHARD_LOCK_EXPIRATION", Duration.seconds(10)),
   refreshAssignmentsInterval: duration("BOSUN_SHARD_REFRESH_INTERVAL", Duration.millis(250)),
   shardHandoverWait: duration("BOSUN_SHARD_HANDOVER_WAIT", Duration.seconds(1)),
-  agentLane: Config.schema(Concurrency, "BOSUN_LANE_AGENT_CONCURRENCY").pipe(Config.withDefault(4)),
-  reviewLane: Config.schema(Concurrency, "BOSUN_LANE_REVIEW_CONCURRENCY").pipe(Config.withDefault(4)),
+  agentLane: Config.schema(Concurrency, setting("BOSUN_LANE_AGENT_CONCURRENCY")).pipe(Config.withDefault(4)),
+  reviewLane: Config.schema(Concurrency, setting("BOSUN_LANE_REVIEW_CONCURRENCY")).pipe(Config.withDefault(4)),
   lease: duration("BOSUN_ATTEMPT_LEASE", Duration.seconds(90)),
   retryBackoff: duration("BOSUN_ATTEMPT_RETRY_BACKOFF", Duration.seconds(10)),
   idleTick: duration("BOSUN_SCHEDULER_IDLE_TICK", Duration.seconds(5)),
   keepalive: duration("BOSUN_SCHEDULER_KEEPALIVE", Duration.millis(250)),
   executeChunk: duration("BOSUN_EXECUTE_CHUNK", Duration.minutes(2)),
   flushInterval: duration("BOSUN_EVENT_FLUSH_INTERVAL", Duration.seconds(1)),
-  flushMaxEvents: Config.schema(PositiveInt, "BOSUN_EVENT_FLUSH_MAX_EVENTS").pipe(Config.withDefault(100)),
+  flushMaxEvents: Config.schema(PositiveInt, setting("BOSUN_EVENT_FLUSH_MAX_EVENTS")).pipe(Config.withDefault(100)),
   heartbeatInterval: duration("BOSUN_ATTEMPT_HEARTBEAT", Duration.seconds(10)),
-  stepRetries: Config.schema(PositiveInt, "BOSUN_STEP_RETRIES").pipe(Config.withDefault(5)),
+  stepRetries: Config.schema(PositiveInt, setting("BOSUN_STEP_RETRIES")).pipe(Config.withDefault(5)),
   // AGENT_ONE's device sign-in (RFC 8628): offered only when the provider's endpoints and client
   // are configured — Bosun ships no guessed defaults for another company's OAuth server.
-  deviceAuthorizationUrl: Config.option(Config.URL("BOSUN_AGENT_ONE_DEVICE_AUTHORIZATION_URL")),
-  deviceTokenUrl: Config.option(Config.URL("BOSUN_AGENT_ONE_TOKEN_URL")),
-  deviceClientId: Config.option(Config.NonEmptyString("BOSUN_AGENT_ONE_CLIENT_ID")),
-  deviceScope: Config.String("BOSUN_AGENT_ONE_SCOPE").pipe(Config.withDefault("openid profile email offline_access")),
+  deviceAuthorizationUrl: Config.option(Config.URL(setting("BOSUN_AGENT_ONE_DEVICE_AUTHORIZATION_URL"))),
+  deviceTokenUrl: Config.option(Config.URL(setting("BOSUN_AGENT_ONE_TOKEN_URL"))),
+  deviceClientId: Config.option(Config.NonEmptyString(setting("BOSUN_AGENT_ONE_CLIENT_ID"))),
+  deviceScope: Config.String(setting("BOSUN_AGENT_ONE_SCOPE")).pipe(
+    Config.withDefault("openid profile email offline_access")
+  ),
   deviceRefreshMargin: duration("BOSUN_AGENT_ONE_REFRESH_MARGIN", Duration.minutes(5)),
   usageTtl: duration("BOSUN_USAGE_CACHE_TTL", Duration.seconds(60))
 }).pipe(
@@ -352,14 +357,16 @@ const clusterConfig: Config.Config<ClusterSettings> = Config.all({
 
 export const appConfig: Config.Config<AppSettings> = Config.all({
   role: roleConfig,
-  host: Config.String("BOSUN_HOST").pipe(Config.withDefault("127.0.0.1")),
-  port: Config.Port("BOSUN_PORT").pipe(Config.withDefault(8080)),
-  baseUrl: Config.option(Config.URL("BOSUN_BASE_URL")),
-  dataDir: Config.NonEmptyString("BOSUN_DATA_DIR").pipe(Config.withDefault("./.bosun")),
+  host: Config.String(setting("BOSUN_HOST")).pipe(Config.withDefault("127.0.0.1")),
+  port: Config.Port(setting("BOSUN_PORT")).pipe(Config.withDefault(8080)),
+  baseUrl: Config.option(Config.URL(setting("BOSUN_BASE_URL"))),
+  dataDir: Config.NonEmptyString(setting("BOSUN_DATA_DIR")).pipe(Config.withDefault("./.bosun")),
   databaseUrl: optionalRedacted("DATABASE_URL"),
-  databasePoolSize: Config.schema(PoolSize, "BOSUN_DATABASE_POOL_SIZE").pipe(Config.withDefault(10)),
-  maxBodyBytes: Config.schema(BodyBytes, "BOSUN_MAX_BODY_BYTES").pipe(Config.withDefault(1_048_576)),
-  webhookMaxBodyBytes: Config.schema(BodyBytes, "BOSUN_WEBHOOK_MAX_BODY_BYTES").pipe(Config.withDefault(26_214_400)),
+  databasePoolSize: Config.schema(PoolSize, setting("BOSUN_DATABASE_POOL_SIZE")).pipe(Config.withDefault(10)),
+  maxBodyBytes: Config.schema(BodyBytes, setting("BOSUN_MAX_BODY_BYTES")).pipe(Config.withDefault(1_048_576)),
+  webhookMaxBodyBytes: Config.schema(BodyBytes, setting("BOSUN_WEBHOOK_MAX_BODY_BYTES")).pipe(
+    Config.withDefault(26_214_400)
+  ),
   webhookSecretCacheTtl: duration("BOSUN_WEBHOOK_SECRET_CACHE_TTL", Duration.seconds(5)),
   linearWebhookMaxAge: duration("BOSUN_LINEAR_WEBHOOK_MAX_AGE", Duration.seconds(60)),
   redisUrl: optionalRedacted("REDIS_URL"),
@@ -367,9 +374,11 @@ export const appConfig: Config.Config<AppSettings> = Config.all({
   sandboxes: sandboxConfig,
   masterKey: masterKeyConfig,
   bootstrapToken: optionalRedacted("BOSUN_BOOTSTRAP_TOKEN"),
-  migrationsDir: Config.NonEmptyString("BOSUN_MIGRATIONS_DIR").pipe(Config.withDefault(defaultMigrationsDir)),
-  dashboardDir: Config.NonEmptyString("BOSUN_DASHBOARD_DIR").pipe(Config.withDefault(defaultDashboardDir)),
-  migrationGateWait: Config.Duration("BOSUN_MIGRATION_GATE_WAIT").pipe(Config.withDefault(Duration.seconds(5))),
+  migrationsDir: Config.NonEmptyString(setting("BOSUN_MIGRATIONS_DIR")).pipe(Config.withDefault(defaultMigrationsDir)),
+  dashboardDir: Config.NonEmptyString(setting("BOSUN_DASHBOARD_DIR")).pipe(Config.withDefault(defaultDashboardDir)),
+  migrationGateWait: Config.Duration(setting("BOSUN_MIGRATION_GATE_WAIT")).pipe(
+    Config.withDefault(Duration.seconds(5))
+  ),
   queues: Config.all({
     visibilityTimeout: duration("BOSUN_QUEUE_VISIBILITY_TIMEOUT", Duration.seconds(30)),
     retryDelay: duration("BOSUN_QUEUE_RETRY_DELAY", Duration.seconds(5)),
@@ -388,10 +397,10 @@ export const appConfig: Config.Config<AppSettings> = Config.all({
     idleTimeout: duration("BOSUN_SESSION_IDLE_TIMEOUT", Duration.days(14)),
     maxAge: duration("BOSUN_SESSION_MAX_AGE", Duration.days(30))
   }),
-  githubApiUrl: Config.URL("BOSUN_GITHUB_API_URL").pipe(Config.withDefault(new URL("https://api.github.com"))),
+  githubApiUrl: Config.URL(setting("BOSUN_GITHUB_API_URL")).pipe(Config.withDefault(new URL("https://api.github.com"))),
   github: Config.all({
     retryBase: duration("BOSUN_GITHUB_RETRY_BASE", Duration.seconds(1)),
-    retries: Config.Int("BOSUN_GITHUB_RETRIES").pipe(Config.withDefault(3)),
+    retries: Config.Int(setting("BOSUN_GITHUB_RETRIES")).pipe(Config.withDefault(3)),
     writeInterval: duration("BOSUN_GITHUB_WRITE_INTERVAL", Duration.seconds(1)),
     maxRateLimitWait: duration("BOSUN_GITHUB_MAX_RATE_LIMIT_WAIT", Duration.seconds(60))
   }),
@@ -404,15 +413,15 @@ export const appConfig: Config.Config<AppSettings> = Config.all({
   cluster: clusterConfig,
   sseStreamDuration: duration("BOSUN_SSE_STREAM_DURATION", Duration.seconds(55)),
   sseKeepAliveInterval: duration("BOSUN_SSE_KEEPALIVE_INTERVAL", Duration.seconds(15)),
-  metricsPort: Config.option(Config.Port("BOSUN_METRICS_PORT")),
-  metricsHost: Config.option(Config.String("BOSUN_METRICS_HOST")),
-  otlpEndpoint: Config.option(Config.URL("OTEL_EXPORTER_OTLP_ENDPOINT")),
-  otlpTracesEndpoint: Config.option(Config.URL("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")),
+  metricsPort: Config.option(Config.Port(setting("BOSUN_METRICS_PORT"))),
+  metricsHost: Config.option(Config.String(setting("BOSUN_METRICS_HOST"))),
+  otlpEndpoint: Config.option(Config.URL(setting("OTEL_EXPORTER_OTLP_ENDPOINT"))),
+  otlpTracesEndpoint: Config.option(Config.URL(setting("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))),
   // Read as text and checked only when traces are exported: OTel sidecars and operators often set
   // OTEL_EXPORTER_OTLP_PROTOCOL=grpc cluster-wide, which must not stop a server that exports nothing.
-  otlpTracesProtocol: Config.option(Config.String("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")),
-  otlpProtocol: Config.option(Config.String("OTEL_EXPORTER_OTLP_PROTOCOL")),
-  serviceName: Config.NonEmptyString("OTEL_SERVICE_NAME").pipe(Config.withDefault("bosun"))
+  otlpTracesProtocol: Config.option(Config.String(setting("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"))),
+  otlpProtocol: Config.option(Config.String(setting("OTEL_EXPORTER_OTLP_PROTOCOL"))),
+  serviceName: Config.NonEmptyString(setting("OTEL_SERVICE_NAME")).pipe(Config.withDefault("bosun"))
 }).pipe(
   Config.mapEffect(
     ({
