@@ -60,6 +60,13 @@ module.exports = {
       to: { path: "^packages/server/src/(app|inbound)/" }
     },
     {
+      name: "outbound-imports-no-feature",
+      comment: "outbound/ (clients, credentials, effect senders) speaks to providers for features and knows none.",
+      severity: "error",
+      from: { path: "^packages/server/src/outbound/" },
+      to: { path: "^packages/server/src/features/" }
+    },
+    {
       name: "platform-imports-no-feature",
       comment: "platform/ (config, crypto, db, storage, observability) serves every feature and knows none.",
       severity: "error",

@@ -13,9 +13,9 @@
  */
 
 import { randomBytes } from "node:crypto"
-import { SecretRotation } from "@bosun/server/crypto/SecretRotation"
-import { makeKeyRing, Secrets } from "@bosun/server/crypto/Secrets"
-import { SecretRotationRepo } from "@bosun/server/persistence/SecretRotationRepo"
+import { SecretRotation } from "@bosun/server/features/secrets/SecretRotation"
+import { SecretRotationRepo } from "@bosun/server/features/secrets/SecretRotationRepo"
+import { makeKeyRing, Secrets } from "@bosun/server/platform/crypto/Secrets"
 import { readOrganizationSecrets, secretPlace, seedOrganizationSecrets } from "@bosun/testing/SealedFixtures"
 import { PgClient } from "@effect/sql-pg"
 import { Cause, Context, Duration, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"

@@ -6,9 +6,9 @@
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Cause, Effect, Exit, Layer } from "effect"
-import { describeStartupFailure } from "./config/StartupFailure.ts"
-import { layerJsonLogger } from "./observability/JsonLogger.ts"
-import { ServerLive } from "./Server.ts"
+import { ServerLive } from "./app/Server.ts"
+import { describeStartupFailure } from "./platform/config/StartupFailure.ts"
+import { layerJsonLogger } from "./platform/observability/JsonLogger.ts"
 
 Layer.launch(ServerLive).pipe(
   Effect.catchCause((cause) =>

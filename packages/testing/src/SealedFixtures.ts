@@ -5,7 +5,7 @@
  * statement per thousand rows so that 100,000 envelopes take seconds, not minutes.
  */
 
-import { Secrets } from "@bosun/server/crypto/Secrets"
+import { Secrets } from "@bosun/server/platform/crypto/Secrets"
 import { Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 

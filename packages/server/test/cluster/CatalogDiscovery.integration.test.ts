@@ -15,7 +15,7 @@ import { makeFixtures, type RuntimeProcess, startRuntime, TOKEN } from "@bosun/t
 import { assert, layer } from "@effect/vitest"
 import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
-import { ConfigurationRepo } from "../../src/persistence/ConfigurationRepo.ts"
+import { ConfigurationRepo } from "../../src/features/agentConnections/ConfigurationRepo.ts"
 import { signIn } from "../support/Identity.ts"
 import { layerTestServer, request } from "../support/TestServer.ts"
 

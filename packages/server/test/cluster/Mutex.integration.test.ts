@@ -13,7 +13,7 @@ import { assert, layer } from "@effect/vitest"
 import { Data, Deferred, Duration, Effect, Exit, Fiber, Layer, Metric } from "effect"
 import { SqlClient } from "effect/sql"
 import fc from "fast-check"
-import { layerWorkflowTypes } from "../../src/cluster/WorkflowTypesLive.ts"
+import { layerWorkflowTypes } from "../../src/app/cluster/WorkflowTypesLive.ts"
 import { layerTestCluster } from "../support/TestCluster.ts"
 
 // The production runner, which offers the Mutex entity.

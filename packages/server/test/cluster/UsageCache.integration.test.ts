@@ -17,7 +17,7 @@ import { eventually } from "@bosun/testing"
 import { freePort } from "@bosun/testing/RuntimeProcess"
 import { assert, layer } from "@effect/vitest"
 import { Deferred, Duration, Effect, Exit, Fiber, Layer, Metric } from "effect"
-import { layerWorkflowTypes } from "../../src/cluster/WorkflowTypesLive.ts"
+import { layerWorkflowTypes } from "../../src/app/cluster/WorkflowTypesLive.ts"
 import { layerTestCluster } from "../support/TestCluster.ts"
 
 const TTL = Duration.millis(1500)

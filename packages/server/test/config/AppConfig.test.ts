@@ -3,7 +3,7 @@
  * reading itself decides something: OTLP settings that only matter when traces are exported, and
  * the sandbox providers' settings, defaults included. Refusals are in StartupFailure.e2e.test.ts.
  */
-import { appConfig } from "@bosun/server/config/AppConfig"
+import { appConfig } from "@bosun/server/platform/config/AppConfig"
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Duration, Effect, Option, Redacted } from "effect"
 

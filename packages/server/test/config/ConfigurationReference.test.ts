@@ -5,7 +5,11 @@
  */
 import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
-import { renderConfigurationReference, SETTING_GROUPS, type SettingsGroup } from "@bosun/server/config/Settings"
+import {
+  renderConfigurationReference,
+  SETTING_GROUPS,
+  type SettingsGroup
+} from "@bosun/server/platform/config/Settings"
 import { assert, describe, it } from "@effect/vitest"
 
 const read = (fromRepositoryRoot: string) =>
@@ -13,7 +17,7 @@ const read = (fromRepositoryRoot: string) =>
 
 /** The modules that read each process's settings; `SettingsGroup.process` says which a group belongs to. */
 const SOURCES: Record<SettingsGroup["process"], ReadonlyArray<string>> = {
-  server: ["packages/server/src/config/AppConfig.ts", "packages/server/src/config/SandboxConfig.ts"],
+  server: ["packages/server/src/platform/config/AppConfig.ts", "packages/server/src/platform/config/SandboxConfig.ts"],
   runtime: ["packages/runtime/src/RuntimeConfig.ts"]
 }
 

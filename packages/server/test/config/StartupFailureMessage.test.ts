@@ -2,7 +2,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Cause } from "effect"
 import { ServeError } from "effect/http/HttpServerError"
-import { describeStartupFailure } from "../../src/config/StartupFailure.ts"
+import { describeStartupFailure } from "../../src/platform/config/StartupFailure.ts"
 
 describe("describeStartupFailure", () => {
   it("names the listen error of a port already in use", () => {

@@ -23,7 +23,7 @@ import {
   parseBosunConfig,
   pathInstructionsFor,
   renderPathInstructions
-} from "../../src/configuration/BosunConfigFile.ts"
+} from "../../src/features/agentConnections/BosunConfigFile.ts"
 
 const lines = (...text: ReadonlyArray<string>) => `${text.join("\n")}\n`
 

@@ -11,7 +11,7 @@ import {
   importsPackage,
   packageNameOf,
   type Sibling
-} from "../../src/context/DependencyDetection.ts"
+} from "../../src/features/contextSuggestions/DependencyDetection.ts"
 
 const primary = { id: "r-web", owner: "acme", name: "web" }
 const shared: Sibling = { id: "r-shared", owner: "acme", name: "shared", packageName: "@acme/shared" }

@@ -6,8 +6,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
 import fc from "fast-check"
-import * as Envelope from "../../src/crypto/Envelope.ts"
-import { makeKeyRing, type SealedPlace, Secrets, SecretsError } from "../../src/crypto/Secrets.ts"
+import * as Envelope from "../../src/platform/crypto/Envelope.ts"
+import { makeKeyRing, type SealedPlace, Secrets, SecretsError } from "../../src/platform/crypto/Secrets.ts"
 
 const keyA = Buffer.alloc(32, 0xa1).toString("base64")
 const keyB = Buffer.alloc(32, 0xb2).toString("base64")

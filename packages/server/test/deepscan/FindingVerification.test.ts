@@ -9,8 +9,8 @@ import type { DeepScanFindingOutput } from "@bosun/domain"
 import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
 import fc from "fast-check"
-import { fingerprintOf, judge } from "../../src/deepscan/FindingVerification.ts"
-import { parseChanges } from "../../src/work/ChangeSet.ts"
+import { fingerprintOf, judge } from "../../src/features/deepScans/FindingVerification.ts"
+import { parseChanges } from "../../src/features/workItems/ChangeSet.ts"
 
 const TEST = 'const assert = require("node:assert")\nassert.fail("injected")'
 

@@ -11,7 +11,7 @@ import * as path from "node:path"
 import { eventually } from "@bosun/testing"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { freePort } from "../../src/persistence/EmbeddedPostgres.ts"
+import { freePort } from "../../src/platform/db/EmbeddedPostgres.ts"
 import { spawnServer } from "../support/Process.ts"
 
 const fetchStatus = (url: string) =>

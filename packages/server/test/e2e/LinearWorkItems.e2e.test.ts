@@ -3,7 +3,7 @@ import { eventually, FakeLinear, type FakeModelRequest, FakeModelServer, linearS
 import { assert, layer } from "@effect/vitest"
 import { Duration, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { commentIdFor } from "../../src/providers/LinearTracker.ts"
+import { commentIdFor } from "../../src/outbound/linear/LinearTracker.ts"
 import { connectFakeAgent, layerTestRuntime, outputTurns, runtimeSettings, TestRuntime } from "../support/AgentStack.ts"
 import { signIn } from "../support/Identity.ts"
 import { layerTestServer, request } from "../support/TestServer.ts"

@@ -22,7 +22,7 @@ import {
 import { assert, layer } from "@effect/vitest"
 import { Context, Duration, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { renderPathInstructions } from "../../src/configuration/BosunConfigFile.ts"
+import { renderPathInstructions } from "../../src/features/agentConnections/BosunConfigFile.ts"
 import { jsonRequest, layerAgentServer, layerGitRepository, outputTurns, runEnded } from "../support/AgentStack.ts"
 import { signIn } from "../support/Identity.ts"
 import { deliveries, installApp, type Tenant } from "../support/InstalledApp.ts"

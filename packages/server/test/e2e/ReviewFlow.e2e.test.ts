@@ -32,11 +32,11 @@ import { type RuntimeProcess, startRuntime, TOKEN } from "@bosun/testing/Runtime
 import { assert, layer } from "@effect/vitest"
 import { ConfigProvider, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
-import { AppConfig } from "../../src/config/AppConfig.ts"
-import { TracingLive } from "../../src/observability/Tracing.ts"
-import { ConfigurationRepo } from "../../src/persistence/ConfigurationRepo.ts"
-import { GithubAppsRepo } from "../../src/persistence/GithubAppsRepo.ts"
-import { OrganizationsRepo } from "../../src/persistence/OrganizationsRepo.ts"
+import { ConfigurationRepo } from "../../src/features/agentConnections/ConfigurationRepo.ts"
+import { OrganizationsRepo } from "../../src/features/identity/OrganizationsRepo.ts"
+import { GithubAppsRepo } from "../../src/outbound/github/GithubAppsRepo.ts"
+import { AppConfig } from "../../src/platform/config/AppConfig.ts"
+import { TracingLive } from "../../src/platform/observability/Tracing.ts"
 import { APP_ID, deliver, processed, SECRET } from "../support/GithubDeliveries.ts"
 import { signIn } from "../support/Identity.ts"
 import { layerTestServer, request, testSettings } from "../support/TestServer.ts"
@@ -539,7 +539,9 @@ layer(Server, { excludeTestServices: true, timeout: Duration.minutes(5) })("pull
           checks.map((check) => [check.head_sha, fake.checkRunStates(check.id)]),
           [head1, head2, head3, head4, head5].map((head) => [head, ["in_progress", "success"]])
         )
-      })
+      }),
+    // Five reviews one after another, each a real agent run.
+    180_000
   )
 
   it.effect(

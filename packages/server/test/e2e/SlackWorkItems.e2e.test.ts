@@ -10,7 +10,7 @@ import {
 import { assert, layer } from "@effect/vitest"
 import { Duration, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { RepositoriesRepo } from "../../src/persistence/RepositoriesRepo.ts"
+import { RepositoriesRepo } from "../../src/features/repositories/RepositoriesRepo.ts"
 import { connectFakeAgent, layerTestRuntime, outputTurns, runtimeSettings, TestRuntime } from "../support/AgentStack.ts"
 import { signIn } from "../support/Identity.ts"
 import { layerTestServer, request } from "../support/TestServer.ts"

@@ -11,7 +11,7 @@ import { eventually, LogCapture } from "@bosun/testing"
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
-import { GithubAppsRepo } from "../../src/persistence/GithubAppsRepo.ts"
+import { GithubAppsRepo } from "../../src/outbound/github/GithubAppsRepo.ts"
 import { layerTestServer, logsNamed, request, TEST_BOOTSTRAP_TOKEN, type TestResponse } from "../support/TestServer.ts"
 
 const rsaKeys = generateKeyPairSync("rsa", { modulusLength: 2048 })

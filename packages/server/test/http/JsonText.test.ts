@@ -11,7 +11,7 @@ import {
   type JsonTextProblem,
   jsonTextProblem,
   WEBHOOK_MAX_DEPTH
-} from "../../src/http/JsonText.ts"
+} from "../../src/platform/http/JsonText.ts"
 
 type Json = string | number | boolean | null | ReadonlyArray<Json> | { readonly [key: string]: Json }
 

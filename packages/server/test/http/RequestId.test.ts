@@ -5,7 +5,7 @@
 import { RequestIdPattern } from "@bosun/domain"
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { isApiPath, resolveRequestId } from "../../src/http/RequestPipeline.ts"
+import { isApiPath, resolveRequestId } from "../../src/platform/http/RequestPipeline.ts"
 
 const allowed = fc.constantFrom(..."abcxyzABCXYZ0123456789._-".split(""))
 

@@ -8,7 +8,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
 import { HttpRouter } from "effect/http"
 import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
-import { RequestValidationLayer } from "../../src/http/Validation.ts"
+import { RequestValidationLayer } from "../../src/platform/http/Validation.ts"
 import { layerTestServer, logsNamed, request } from "../support/TestServer.ts"
 
 /** A test-only API exercising every kind of input, served by the production stack. */

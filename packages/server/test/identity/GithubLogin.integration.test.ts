@@ -10,8 +10,8 @@ import { FakeGithub, type FakeGithubUser, LogCapture } from "@bosun/testing"
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { OrganizationsRepo } from "../../src/persistence/OrganizationsRepo.ts"
-import { UsersRepo } from "../../src/persistence/UsersRepo.ts"
+import { OrganizationsRepo } from "../../src/features/identity/OrganizationsRepo.ts"
+import { UsersRepo } from "../../src/features/identity/UsersRepo.ts"
 import { layerTestServer, request, TEST_BOOTSTRAP_TOKEN } from "../support/TestServer.ts"
 
 const PRIVATE_KEY = generateKeyPairSync("rsa", { modulusLength: 2048 })

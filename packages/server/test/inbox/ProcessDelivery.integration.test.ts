@@ -7,8 +7,8 @@
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { processDeliveryOnce } from "../../src/inbox/ProcessDelivery.ts"
-import { makeWebhookDeliveries, type WebhookDelivery } from "../../src/persistence/WebhookDeliveries.ts"
+import { processDeliveryOnce } from "../../src/inbound/ProcessDelivery.ts"
+import { makeWebhookDeliveries, type WebhookDelivery } from "../../src/inbound/WebhookDeliveries.ts"
 import { signIn } from "../support/Identity.ts"
 import { layerTestServer } from "../support/TestServer.ts"
 

@@ -5,8 +5,8 @@
 import { createHmac } from "node:crypto"
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
-import { linearSignatureMatches } from "../../src/http/LinearWebhooksHttp.ts"
-import { mentions } from "../../src/linear/LinearInbox.ts"
+import { mentions } from "../../src/inbound/linear/LinearInbox.ts"
+import { linearSignatureMatches } from "../../src/inbound/linear/LinearWebhooksHttp.ts"
 
 const hmac = (secret: string, body: string) => createHmac("sha256", secret).update(body).digest("hex")
 

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Option } from "effect"
 import * as fc from "fast-check"
-import { feedbackOf, rememberText, THUMBS_DOWN_REASONS } from "../../src/memory/MemoryFeedback.ts"
+import { feedbackOf, rememberText, THUMBS_DOWN_REASONS } from "../../src/features/memories/MemoryFeedback.ts"
 
 describe("memory feedback", () => {
   it("takes what follows @slug remember, the rest of the comment included", () => {

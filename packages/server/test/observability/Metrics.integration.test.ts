@@ -9,9 +9,9 @@ import { assert, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { PrometheusMetrics } from "effect/observability"
 import { SqlClient } from "effect/sql"
-import { refreshGauges } from "../../src/observability/Metrics.ts"
-import { WorkflowRunsRepo } from "../../src/persistence/WorkflowRunsRepo.ts"
-import { QueueError, Queues } from "../../src/storage/Queue.ts"
+import { RunCountsLive, WorkflowRunsRepo } from "../../src/features/runs/WorkflowRunsRepo.ts"
+import { refreshGauges } from "../../src/platform/observability/Metrics.ts"
+import { QueueError, Queues } from "../../src/platform/storage/Queue.ts"
 import { parseExposition, sampleValue } from "../support/Prometheus.ts"
 import { layerTestServices } from "../support/TestServices.ts"
 
@@ -28,7 +28,7 @@ const queues = Queues.of({
   }
 })
 
-const services = WorkflowRunsRepo.layer.pipe(Layer.provideMerge(layerTestServices))
+const services = RunCountsLive.pipe(Layer.provideMerge(WorkflowRunsRepo.layer), Layer.provideMerge(layerTestServices))
 const refresh = refreshGauges("all").pipe(Effect.provideService(Queues, queues))
 
 layer(services, { excludeTestServices: true, timeout: "60 seconds" })("the /metrics gauge refresh", (it) => {

@@ -15,8 +15,8 @@ import {
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { ConfigurationRepo } from "../../src/persistence/ConfigurationRepo.ts"
-import { RepositoriesRepo } from "../../src/persistence/RepositoriesRepo.ts"
+import { ConfigurationRepo } from "../../src/features/agentConnections/ConfigurationRepo.ts"
+import { RepositoriesRepo } from "../../src/features/repositories/RepositoriesRepo.ts"
 import { errorCode, signIn } from "../support/Identity.ts"
 import { layerTestServer, request } from "../support/TestServer.ts"
 

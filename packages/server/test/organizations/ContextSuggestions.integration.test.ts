@@ -8,8 +8,8 @@
 import type { ContextSuggestion, RepositoryConfiguration } from "@bosun/domain"
 import { assert, layer } from "@effect/vitest"
 import { Effect, Option } from "effect"
-import { ContextSuggestionsRepo } from "../../src/persistence/ContextSuggestionsRepo.ts"
-import { RepositoriesRepo } from "../../src/persistence/RepositoriesRepo.ts"
+import { ContextSuggestionsRepo } from "../../src/features/contextSuggestions/ContextSuggestionsRepo.ts"
+import { RepositoriesRepo } from "../../src/features/repositories/RepositoriesRepo.ts"
 import { errorCode, signIn } from "../support/Identity.ts"
 import { layerTestServer, request } from "../support/TestServer.ts"
 

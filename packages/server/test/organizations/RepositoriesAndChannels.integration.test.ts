@@ -7,8 +7,8 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { ChatChannelsRepo } from "../../src/persistence/ChatChannelsRepo.ts"
-import { RepositoriesRepo } from "../../src/persistence/RepositoriesRepo.ts"
+import { RepositoriesRepo } from "../../src/features/repositories/RepositoriesRepo.ts"
+import { ChatChannelsRepo } from "../../src/features/workItems/ChatChannelsRepo.ts"
 import { errorCode, signIn } from "../support/Identity.ts"
 import { layerTestServer, request } from "../support/TestServer.ts"
 

@@ -8,7 +8,7 @@ import type { WorkItem } from "@bosun/domain"
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { WorkItemsRepo } from "../../src/persistence/WorkItemsRepo.ts"
+import { WorkItemsRepo } from "../../src/features/workItems/WorkItemsRepo.ts"
 import { errorCode, signIn } from "../support/Identity.ts"
 import { layerTestServer, request } from "../support/TestServer.ts"
 

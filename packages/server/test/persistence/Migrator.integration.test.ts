@@ -13,8 +13,8 @@ import { assert, layer } from "@effect/vitest"
 import { type Context, Duration, Effect, Layer, Redacted } from "effect"
 import type { HttpServer } from "effect/http"
 import { SqlClient } from "effect/sql"
-import type { AppSettings } from "../../src/config/AppConfig.ts"
-import { MIGRATION_LOCK_KEY, runMigrations } from "../../src/persistence/Migrator.ts"
+import type { AppSettings } from "../../src/platform/config/AppConfig.ts"
+import { MIGRATION_LOCK_KEY, runMigrations } from "../../src/platform/db/Migrator.ts"
 import { layerHttp, logsNamed, migrationsDir, request } from "../support/TestServer.ts"
 
 const tempMigrations = (files: Record<string, string>) =>

@@ -1,7 +1,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Effect, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
-import { OrganizationSecretsRepo } from "../../src/persistence/OrganizationSecretsRepo.ts"
+import { OrganizationSecretsRepo } from "../../src/features/secrets/OrganizationSecretsRepo.ts"
 import { layerTestServices } from "../support/TestServices.ts"
 
 const Services = layerTestServices

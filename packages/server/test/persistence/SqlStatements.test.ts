@@ -4,7 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { splitSqlStatements } from "../../src/persistence/SqlStatements.ts"
+import { splitSqlStatements } from "../../src/platform/db/SqlStatements.ts"
 
 describe("splitSqlStatements", () => {
   it("splits on semicolons and drops empty and comment-only pieces", () => {

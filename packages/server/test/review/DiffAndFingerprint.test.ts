@@ -6,8 +6,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
-import { diffLines, diffText, inDiff } from "../../src/review/DiffLines.ts"
-import { findingFingerprint, normalizeTitle } from "../../src/review/FindingFingerprint.ts"
+import { diffLines, diffText, inDiff } from "../../src/features/reviews/DiffLines.ts"
+import { findingFingerprint, normalizeTitle } from "../../src/features/reviews/FindingFingerprint.ts"
 
 const PATCH = [
   "@@ -10,6 +10,8 @@ export const parse = (input: string) => {",

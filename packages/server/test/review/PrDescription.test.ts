@@ -11,7 +11,7 @@ import {
   DESCRIPTION_START,
   descriptionSection,
   withDescription
-} from "../../src/review/PrDescription.ts"
+} from "../../src/features/reviews/PrDescription.ts"
 
 const section = (text: string) => `${DESCRIPTION_START}\n${DESCRIPTION_HEADING}\n\n${text}\n${DESCRIPTION_END}`
 

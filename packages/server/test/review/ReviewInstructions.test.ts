@@ -6,9 +6,9 @@
  */
 import { DEFAULT_CONFIGURATION } from "@bosun/domain"
 import { assert, describe, it } from "@effect/vitest"
-import { diffLines } from "../../src/review/DiffLines.ts"
-import { reviewInstructions, reviewPrompt } from "../../src/review/ReviewInstructions.ts"
-import type { Coverage } from "../../src/review/ReviewPlan.ts"
+import { diffLines } from "../../src/features/reviews/DiffLines.ts"
+import { reviewInstructions, reviewPrompt } from "../../src/features/reviews/ReviewInstructions.ts"
+import type { Coverage } from "../../src/features/reviews/ReviewPlan.ts"
 
 const coverage: Coverage = {
   reviewed: [{ path: "src/users.ts", lines: diffLines("@@ -0,0 +1,1 @@\n+export {}") }],

@@ -17,8 +17,8 @@ import {
   planReview,
   reviewBody,
   skippedSection
-} from "../../src/review/ReviewPlan.ts"
-import { pathExclusion } from "../../src/review/ReviewPolicy.ts"
+} from "../../src/features/reviews/ReviewPlan.ts"
+import { pathExclusion } from "../../src/features/reviews/ReviewPolicy.ts"
 
 /** A patch adding lines 1..n of a new file. */
 const added = (n: number) =>

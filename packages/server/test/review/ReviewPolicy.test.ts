@@ -6,7 +6,7 @@
 import { DEFAULT_CONFIGURATION, type ReviewPolicy } from "@bosun/domain"
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
-import { decideReview, isExcludedAuthor, pathExclusion } from "../../src/review/ReviewPolicy.ts"
+import { decideReview, isExcludedAuthor, pathExclusion } from "../../src/features/reviews/ReviewPolicy.ts"
 
 const DEFAULTS: ReviewPolicy = DEFAULT_CONFIGURATION.review_policy.review_policy
 

@@ -12,12 +12,12 @@ import { eventually, FakeGithub, LogCapture } from "@bosun/testing"
 import { assert, describe, layer } from "@effect/vitest"
 import { Duration, Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { PullRequestsRepo } from "../../src/persistence/PullRequestsRepo.ts"
-import { RepositoriesRepo } from "../../src/persistence/RepositoriesRepo.ts"
-import { ReviewFindingsRepo } from "../../src/persistence/ReviewFindingsRepo.ts"
-import { reviewMarker } from "../../src/review/ReviewDelivery.ts"
-import { Queues } from "../../src/storage/Queue.ts"
-import { REVIEW, reviewWorkflow } from "../../src/workflows/ReviewWorkflow.ts"
+import { PullRequestsRepo } from "../../src/features/repositories/PullRequestsRepo.ts"
+import { RepositoriesRepo } from "../../src/features/repositories/RepositoriesRepo.ts"
+import { reviewMarker } from "../../src/features/reviews/ReviewDelivery.ts"
+import { ReviewFindingsRepo } from "../../src/features/reviews/ReviewFindingsRepo.ts"
+import { REVIEW, reviewWorkflow } from "../../src/features/reviews/ReviewWorkflow.ts"
+import { Queues } from "../../src/platform/storage/Queue.ts"
 import {
   delivered,
   deliveryState,

@@ -9,7 +9,7 @@ import { type AgentConnection, canonicalJson } from "@bosun/domain"
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { loadMigrations } from "../../src/persistence/Migrator.ts"
+import { loadMigrations } from "../../src/platform/db/Migrator.ts"
 import { errorCode, signIn } from "../support/Identity.ts"
 import { layerTestServer, migrationsDir, request } from "../support/TestServer.ts"
 

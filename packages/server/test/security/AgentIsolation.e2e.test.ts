@@ -23,7 +23,7 @@ import { eventually } from "@bosun/testing"
 import { makeFixtures, runRequest } from "@bosun/testing/RuntimeProcess"
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect } from "effect"
-import { freePort } from "../../src/persistence/EmbeddedPostgres.ts"
+import { freePort } from "../../src/platform/db/EmbeddedPostgres.ts"
 import { spawnServer, untilReady } from "../support/Process.ts"
 
 const isRoot = process.getuid?.() === 0

@@ -8,7 +8,7 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { RepositoriesRepo } from "../../src/persistence/RepositoriesRepo.ts"
+import { RepositoriesRepo } from "../../src/features/repositories/RepositoriesRepo.ts"
 import { signIn } from "../support/Identity.ts"
 import { type JsonSchema, MISSED_ROUTE, type OpenApiDocument, resolveRefs } from "../support/OpenApiDocument.ts"
 import { rowCounts } from "../support/RowCounts.ts"

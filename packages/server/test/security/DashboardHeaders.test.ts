@@ -12,8 +12,8 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { assert, describe, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { HttpClient, HttpClientRequest, HttpRouter } from "effect/http"
-import { AppConfig } from "../../src/config/AppConfig.ts"
-import { DashboardRoute } from "../../src/http/DashboardHttp.ts"
+import { DashboardRoute } from "../../src/app/DashboardHttp.ts"
+import { AppConfig } from "../../src/platform/config/AppConfig.ts"
 import { testSettings } from "../support/TestServer.ts"
 
 class DashboardDir extends Context.Service<DashboardDir, string>()("bosun/test/DashboardDir") {}

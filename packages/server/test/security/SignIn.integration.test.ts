@@ -6,7 +6,7 @@ import { generateKeyPairSync } from "node:crypto"
 import { FakeGithub } from "@bosun/testing"
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { OrganizationsRepo } from "../../src/persistence/OrganizationsRepo.ts"
+import { OrganizationsRepo } from "../../src/features/identity/OrganizationsRepo.ts"
 import { layerTestServer, request, TEST_BOOTSTRAP_TOKEN } from "../support/TestServer.ts"
 
 const PRIVATE_KEY = generateKeyPairSync("rsa", { modulusLength: 2048 })

@@ -9,7 +9,7 @@ import { eventually, FakeSlack, signedSlackHeaders } from "@bosun/testing"
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { threadUrl, titleOfMessage } from "../../src/slack/SlackInbox.ts"
+import { threadUrl, titleOfMessage } from "../../src/inbound/slack/SlackInbox.ts"
 import { errorCode, signIn } from "../support/Identity.ts"
 import { layerTestServer, request, testSettings } from "../support/TestServer.ts"
 

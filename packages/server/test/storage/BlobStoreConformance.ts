@@ -6,7 +6,7 @@
 import { createHash, randomBytes } from "node:crypto"
 import { assert, layer } from "@effect/vitest"
 import { Effect, type Layer, Option, Stream } from "effect"
-import { BlobKeys, BlobStore, type BlobStoreError } from "../../src/storage/BlobStore.ts"
+import { BlobKeys, BlobStore, type BlobStoreError } from "../../src/platform/storage/BlobStore.ts"
 
 const bytes = (text: string) => new TextEncoder().encode(text)
 

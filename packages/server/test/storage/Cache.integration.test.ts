@@ -5,8 +5,8 @@
 import { layerTestRedis, redisMissingReason, redisUrl, testKeyPrefix } from "@bosun/testing"
 import { describe } from "@effect/vitest"
 import { Layer } from "effect"
-import { layerMemory } from "../../src/storage/CacheMemory.ts"
-import { layerRedis } from "../../src/storage/CacheRedis.ts"
+import { layerMemory } from "../../src/platform/storage/CacheMemory.ts"
+import { layerRedis } from "../../src/platform/storage/CacheRedis.ts"
 import { cacheConformance } from "./CacheConformance.ts"
 
 cacheConformance("in-process", layerMemory)

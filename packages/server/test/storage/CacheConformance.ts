@@ -5,7 +5,7 @@ import { eventually } from "@bosun/testing"
 import { assert, layer } from "@effect/vitest"
 import { Deferred, Effect, Fiber, type Layer, Option } from "effect"
 import * as fc from "fast-check"
-import { Cache } from "../../src/storage/Cache.ts"
+import { Cache } from "../../src/platform/storage/Cache.ts"
 
 export const cacheConformance = <E>(name: string, cache: Layer.Layer<Cache, E>) =>
   layer(cache, { excludeTestServices: true })(`Cache conformance: ${name}`, (it) => {

@@ -5,9 +5,9 @@
 import { layerTestRedis, redisMissingReason, redisUrl, TestDatabase, testKeyPrefix } from "@bosun/testing"
 import { describe } from "@effect/vitest"
 import { Layer } from "effect"
-import { runMigrations } from "../../src/persistence/Migrator.ts"
-import { layerPostgres } from "../../src/storage/QueuePostgres.ts"
-import { layerRedis } from "../../src/storage/QueueRedis.ts"
+import { runMigrations } from "../../src/platform/db/Migrator.ts"
+import { layerPostgres } from "../../src/platform/storage/QueuePostgres.ts"
+import { layerRedis } from "../../src/platform/storage/QueueRedis.ts"
 import { migrationsDir } from "../support/TestServer.ts"
 import { queueConformance, testQueueSettings } from "./QueueConformance.ts"
 

@@ -8,7 +8,7 @@ import { eventually } from "@bosun/testing"
 import { assert, layer } from "@effect/vitest"
 import { Deferred, Duration, Effect, Fiber, type Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { MAX_DELIVERIES, type QueueMessage, type QueueName, Queues } from "../../src/storage/Queue.ts"
+import { MAX_DELIVERIES, type QueueMessage, type QueueName, Queues } from "../../src/platform/storage/Queue.ts"
 
 /**
  * The timings every adapter runs the suite with. The visibility timeout leaves room for a test

@@ -20,7 +20,7 @@ import { type RuntimeProcess, startRuntime, TOKEN } from "@bosun/testing/Runtime
 import { assert } from "@effect/vitest"
 import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
-import { ConfigurationRepo } from "../../src/persistence/ConfigurationRepo.ts"
+import { ConfigurationRepo } from "../../src/features/agentConnections/ConfigurationRepo.ts"
 import { layerTestServer, request } from "./TestServer.ts"
 
 export class TestRuntime extends Context.Service<TestRuntime, RuntimeProcess>()("test/AgentStack/TestRuntime") {}

@@ -6,7 +6,7 @@ import { eventually } from "@bosun/testing"
 import { assert } from "@effect/vitest"
 import { Duration, Effect } from "effect"
 import type { Locator } from "playwright-core"
-import { freePort } from "../../src/persistence/EmbeddedPostgres.ts"
+import { freePort } from "../../src/platform/db/EmbeddedPostgres.ts"
 import { builtDashboard, step } from "./Browser.ts"
 import { request, testSettings } from "./TestServer.ts"
 

@@ -3,9 +3,9 @@
  * instance role) and a live session, through the real repositories.
  */
 import { Effect, Redacted } from "effect"
-import { OrganizationsRepo } from "../../src/persistence/OrganizationsRepo.ts"
-import { SessionsRepo } from "../../src/persistence/SessionsRepo.ts"
-import { UsersRepo } from "../../src/persistence/UsersRepo.ts"
+import { OrganizationsRepo } from "../../src/features/identity/OrganizationsRepo.ts"
+import { SessionsRepo } from "../../src/features/identity/SessionsRepo.ts"
+import { UsersRepo } from "../../src/features/identity/UsersRepo.ts"
 
 export const signIn = (
   login: string,

@@ -6,10 +6,10 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Layer, Redacted } from "effect"
-import { Queues } from "../../src/storage/Queue.ts"
-import { layerPostgres } from "../../src/storage/QueuePostgres.ts"
-import { layerRedis } from "../../src/storage/QueueRedis.ts"
-import { Redis } from "../../src/storage/Redis.ts"
+import { Queues } from "../../src/platform/storage/Queue.ts"
+import { layerPostgres } from "../../src/platform/storage/QueuePostgres.ts"
+import { layerRedis } from "../../src/platform/storage/QueueRedis.ts"
+import { Redis } from "../../src/platform/storage/Redis.ts"
 
 const [adapter, url = "", visibility = "400", prefix = ""] = process.argv.slice(2)
 const settings = {

@@ -11,9 +11,9 @@ import { FakeGithub, makeGitRepository } from "@bosun/testing"
 import { sign } from "@octokit/webhooks-methods"
 import { Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
-import { GithubAppsRepo } from "../../src/persistence/GithubAppsRepo.ts"
-import { OrganizationsRepo } from "../../src/persistence/OrganizationsRepo.ts"
-import { RepositoriesRepo } from "../../src/persistence/RepositoriesRepo.ts"
+import { OrganizationsRepo } from "../../src/features/identity/OrganizationsRepo.ts"
+import { RepositoriesRepo } from "../../src/features/repositories/RepositoriesRepo.ts"
+import { GithubAppsRepo } from "../../src/outbound/github/GithubAppsRepo.ts"
 import { signIn } from "./Identity.ts"
 
 export interface ReviewedPullRequestOptions {

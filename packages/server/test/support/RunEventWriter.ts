@@ -10,7 +10,7 @@ import type { RunEvent } from "@bosun/domain"
 import { assert } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { WorkflowRunsRepo } from "../../src/persistence/WorkflowRunsRepo.ts"
+import { WorkflowRunsRepo } from "../../src/features/runs/WorkflowRunsRepo.ts"
 import { signIn } from "./Identity.ts"
 
 export const runWithWriter = (org: string, data: (n: number) => unknown = (n) => ({ n })) =>

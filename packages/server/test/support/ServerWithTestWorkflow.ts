@@ -13,9 +13,9 @@ import type { RunRequest } from "@bosun/domain"
 import { NodeRuntime } from "@effect/platform-node"
 import { Duration, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { layerWorkflowTypes, productionWorkflowTypes } from "../../src/cluster/WorkflowTypesLive.ts"
-import { layerJsonLogger } from "../../src/observability/JsonLogger.ts"
-import { makeServerLive } from "../../src/Server.ts"
+import { layerWorkflowTypes, productionWorkflowTypes } from "../../src/app/cluster/WorkflowTypesLive.ts"
+import { makeServerLive } from "../../src/app/Server.ts"
+import { layerJsonLogger } from "../../src/platform/observability/JsonLogger.ts"
 
 const repoUrl = process.env.TEST_REPO_URL ?? ""
 const publishDelay = Number(process.env.TEST_PUBLISH_DELAY_MS ?? 0)

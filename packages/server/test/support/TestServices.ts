@@ -5,9 +5,9 @@
 import { randomBytes } from "node:crypto"
 import { LogCapture, TestDatabase } from "@bosun/testing"
 import { Context, Layer, Redacted } from "effect"
-import { AppConfig } from "../../src/config/AppConfig.ts"
-import { Migrator } from "../../src/persistence/Migrator.ts"
-import { appServices } from "../../src/Server.ts"
+import { appServices } from "../../src/app/Server.ts"
+import { AppConfig } from "../../src/platform/config/AppConfig.ts"
+import { Migrator } from "../../src/platform/db/Migrator.ts"
 import { layerTestSecrets, testSettings } from "./TestServer.ts"
 
 /** The services with the master key `masterKey` (base64 of 32 bytes), e.g. one a server process shares. */

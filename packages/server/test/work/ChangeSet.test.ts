@@ -10,7 +10,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
-import { applyChange, parseChanges } from "../../src/work/ChangeSet.ts"
+import { applyChange, parseChanges } from "../../src/features/workItems/ChangeSet.ts"
 
 const git = (dir: string, args: ReadonlyArray<string>) =>
   execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", ...args], { cwd: dir, encoding: "utf8" })

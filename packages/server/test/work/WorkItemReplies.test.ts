@@ -6,8 +6,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Option } from "effect"
 import * as fc from "fast-check"
-import { replyAction } from "../../src/work/FollowUps.ts"
-import { replyEffect } from "../../src/work/WorkItemReplies.ts"
+import { replyAction } from "../../src/features/workItems/FollowUps.ts"
+import { replyEffect } from "../../src/features/workItems/WorkItemReplies.ts"
 
 describe("work-item replies", () => {
   it("a Slack session replies in its thread, a Linear one on its issue, a GitHub one on its issue", () => {

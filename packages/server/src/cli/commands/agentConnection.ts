@@ -10,9 +10,9 @@ import { PathId } from "@bosun/domain"
 import { Console, Effect, Option } from "effect"
 import { Command, Flag } from "effect/cli"
 import { SqlClient } from "effect/sql"
-import { AgentConnectionsRepo } from "../../persistence/AgentConnectionsRepo.ts"
-import { AuditLog } from "../../persistence/AuditLog.ts"
-import { RepositoriesRepo } from "../../persistence/RepositoriesRepo.ts"
+import { AgentConnectionsRepo } from "../../features/agentConnections/AgentConnectionsRepo.ts"
+import { RepositoriesRepo } from "../../features/repositories/RepositoriesRepo.ts"
+import { AuditLog } from "../../platform/db/AuditLog.ts"
 import { CliFailure } from "../CliFailure.ts"
 
 export const discover = Command.make(

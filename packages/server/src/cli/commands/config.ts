@@ -17,12 +17,12 @@ import {
 } from "@bosun/domain"
 import { Console, Effect, Option, Schema } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
-import { ConfigurationWriter } from "../../configuration/ConfigurationWriter.ts"
-import { withModelInForce } from "../../configuration/ModelCheck.ts"
-import { type ConfigurationRefused, ConfigurationRepo } from "../../persistence/ConfigurationRepo.ts"
-import { OrganizationsRepo } from "../../persistence/OrganizationsRepo.ts"
-import { RepositoriesRepo } from "../../persistence/RepositoriesRepo.ts"
-import { issueLines } from "../../SchemaIssues.ts"
+import { type ConfigurationRefused, ConfigurationRepo } from "../../features/agentConnections/ConfigurationRepo.ts"
+import { ConfigurationWriter } from "../../features/agentConnections/ConfigurationWriter.ts"
+import { withModelInForce } from "../../features/agentConnections/ModelCheck.ts"
+import { OrganizationsRepo } from "../../features/identity/OrganizationsRepo.ts"
+import { RepositoriesRepo } from "../../features/repositories/RepositoriesRepo.ts"
+import { issueLines } from "../../platform/http/SchemaIssues.ts"
 import { CliFailure } from "../CliFailure.ts"
 
 type ReadForm = typeof RepositoryConfiguration.Encoded

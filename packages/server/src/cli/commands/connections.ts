@@ -8,11 +8,11 @@
 import { PathId } from "@bosun/domain"
 import { Console, Effect, Option, Redacted } from "effect"
 import { Command, Flag } from "effect/cli"
-import { AuditLog } from "../../persistence/AuditLog.ts"
-import { LinearConnectionsRepo, type LinearOAuthInput } from "../../persistence/LinearConnectionsRepo.ts"
-import { OrganizationsRepo } from "../../persistence/OrganizationsRepo.ts"
-import { SlackConnectionsRepo } from "../../persistence/SlackConnectionsRepo.ts"
-import { SlackChat } from "../../providers/SlackChat.ts"
+import { OrganizationsRepo } from "../../features/identity/OrganizationsRepo.ts"
+import { LinearConnectionsRepo, type LinearOAuthInput } from "../../outbound/linear/LinearConnectionsRepo.ts"
+import { SlackChat } from "../../outbound/slack/SlackChat.ts"
+import { SlackConnectionsRepo } from "../../outbound/slack/SlackConnectionsRepo.ts"
+import { AuditLog } from "../../platform/db/AuditLog.ts"
 import { CliFailure } from "../CliFailure.ts"
 
 const org = Flag.String("org").pipe(Flag.withSchema(PathId), Flag.withDescription("The organization id"))

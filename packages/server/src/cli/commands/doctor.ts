@@ -7,9 +7,9 @@
  */
 import { Console, Effect } from "effect"
 import { Command } from "effect/cli"
-import { renderLine } from "../../doctor/CheckResult.ts"
-import { runDoctor } from "../../doctor/Doctor.ts"
 import { CliFailure } from "../CliFailure.ts"
+import { renderLine } from "../doctor/CheckResult.ts"
+import { runDoctor } from "../doctor/Doctor.ts"
 
 /** Every occurrence of a secret replaced: a last guard behind checks that never print one. */
 const scrub = (line: string, secrets: ReadonlyArray<string>) =>

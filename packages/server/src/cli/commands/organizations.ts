@@ -8,9 +8,9 @@
 import { PathId } from "@bosun/domain"
 import { Console, Effect, Option } from "effect"
 import { Command, Flag } from "effect/cli"
-import { AuditLog } from "../../persistence/AuditLog.ts"
-import { OrganizationsRepo } from "../../persistence/OrganizationsRepo.ts"
-import { GitHubAccounts } from "../../providers/GitHubAccounts.ts"
+import { OrganizationsRepo } from "../../features/identity/OrganizationsRepo.ts"
+import { GitHubAccounts } from "../../outbound/github/GitHubAccounts.ts"
+import { AuditLog } from "../../platform/db/AuditLog.ts"
 import { CliFailure } from "../CliFailure.ts"
 import { GithubLogin } from "./users.ts"
 

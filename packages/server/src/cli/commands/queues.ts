@@ -9,8 +9,8 @@
  */
 import { Console, Effect, Option, Schema } from "effect"
 import { Command, Flag } from "effect/cli"
-import { WakeUp } from "../../storage/Outbox.ts"
-import { QUEUE_NAMES, Queues } from "../../storage/Queue.ts"
+import { WakeUp } from "../../platform/storage/Outbox.ts"
+import { QUEUE_NAMES, Queues } from "../../platform/storage/Queue.ts"
 import { CliFailure } from "../CliFailure.ts"
 
 const queue = Flag.Literals("queue", QUEUE_NAMES).pipe(Flag.withDescription("The queue whose dead letters to act on"))

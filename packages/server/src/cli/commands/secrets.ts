@@ -9,8 +9,8 @@
 import { BatchSize, DEFAULT_BATCH_SIZE, type SecretRotationRun } from "@bosun/domain"
 import { Console, Duration, Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
-import { rotationStartEvent, SecretRotation } from "../../crypto/SecretRotation.ts"
-import { AuditLog } from "../../persistence/AuditLog.ts"
+import { rotationStartEvent, SecretRotation } from "../../features/secrets/SecretRotation.ts"
+import { AuditLog } from "../../platform/db/AuditLog.ts"
 import { CliFailure } from "../CliFailure.ts"
 import { makeProgress } from "../Progress.ts"
 

@@ -8,10 +8,10 @@
 import { PathId, Role, SESSION_COOKIE } from "@bosun/domain"
 import { Console, Effect, Redacted } from "effect"
 import { Command, Flag } from "effect/cli"
-import { AuditLog } from "../../persistence/AuditLog.ts"
-import { OrganizationsRepo } from "../../persistence/OrganizationsRepo.ts"
-import { SessionsRepo } from "../../persistence/SessionsRepo.ts"
-import { UsersRepo } from "../../persistence/UsersRepo.ts"
+import { OrganizationsRepo } from "../../features/identity/OrganizationsRepo.ts"
+import { SessionsRepo } from "../../features/identity/SessionsRepo.ts"
+import { UsersRepo } from "../../features/identity/UsersRepo.ts"
+import { AuditLog } from "../../platform/db/AuditLog.ts"
 import { GithubLogin } from "./users.ts"
 
 export const create = Command.make(

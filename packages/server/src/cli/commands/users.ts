@@ -5,8 +5,8 @@
  */
 import { Console, Effect, Schema } from "effect"
 import { Command, Flag } from "effect/cli"
-import { AuditLog } from "../../persistence/AuditLog.ts"
-import { UsersRepo } from "../../persistence/UsersRepo.ts"
+import { UsersRepo } from "../../features/identity/UsersRepo.ts"
+import { AuditLog } from "../../platform/db/AuditLog.ts"
 
 /** A GitHub login: letters, digits and single inner hyphens, at most 39 characters. */
 export const GithubLogin = Schema.String.check(
