@@ -1,7 +1,7 @@
 /**
  * The one `bosun-inbox` consumer (spec: What the service does 6, Events 3-5): every source's
  * deliveries arrive on the same queue as outbox wake-ups, and each row's kind names the handler
- * (GitHub: `github/GithubInbox.ts`, Linear: `linear/LinearInbox.ts`, Slack: `slack/SlackInbox.ts`). A row of a kind with no
+ * (GitHub: `inbound/github/GithubInbox.ts`, Linear: `inbound/linear/LinearInbox.ts`, Slack: `inbound/slack/SlackInbox.ts`). A row of a kind with no
  * handler fails its message, which the queue retries and finally dead-letters for an operator,
  * rather than being marked done unread.
  */

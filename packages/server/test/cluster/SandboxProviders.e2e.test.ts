@@ -1,6 +1,6 @@
 /**
  * The production server's sandbox providers, configured by environment as the Helm chart does it
- * (`config/SandboxConfig.ts`, `cluster/AttemptPortsLive.ts`): one server process with
+ * (`platform/config/SandboxConfig.ts`, `app/cluster/AttemptPortsLive.ts`): one server process with
  * EXTERNAL_RUNTIME (a runtime process), PLATFORM_CONTAINER (a local fake of the Kubernetes Pods
  * API that starts the real runtime for each pod, reached through the official client) and
  * HOSTED_SANDBOX (a local fake of the hosted-sandbox API, likewise). One run on each provider

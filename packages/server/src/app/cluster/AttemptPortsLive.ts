@@ -179,7 +179,7 @@ export const MigrationGateLive = Layer.effect(
 /**
  * The providers this instance has: EXTERNAL_RUNTIME always (the operator's runtime, or the
  * embedded one); PLATFORM_CONTAINER, with the credential-injection egress proxy its pods go out
- * through, and HOSTED_SANDBOX when they are configured (`config/SandboxConfig.ts`). An API-only
+ * through, and HOSTED_SANDBOX when they are configured (`platform/config/SandboxConfig.ts`). An API-only
  * process runs no attempt, so it opens neither. A repository configured for a provider that is
  * not set up here fails its attempts with `sandbox_provider_unconfigured`.
  */

@@ -1,6 +1,6 @@
 /**
  * `bosun doctor`: checks the configuration, the database and its migrations, Redis, S3, the
- * GitHub Apps, the agent runtime and the key ring (`doctor/Doctor.ts`), and prints one line per
+ * GitHub Apps, the agent runtime and the key ring (`cli/doctor/Doctor.ts`), and prints one line per
  * check on stdout — `ok`, `FAIL` with what is wrong and what to do, or `skipped` with why. Exit 0
  * when nothing failed, 1 otherwise. It changes nothing: no migration, no embedded Postgres, no
  * rotation, no database write. No printed line carries a secret of the configuration.

@@ -34,7 +34,7 @@
  * - `issue_comment` created on an issue: a person (OWNER, MEMBER, COLLABORATOR) mentioning
  *   `@<app slug>` makes the issue a work item (source SCM, its repository as primary) and queues
  *   its intake run; others get a refusal. Later comments on that issue are its follow-ups
- *   (`work/FollowUps.ts`); the item's replies are comments on the issue.
+ *   (`features/workItems/FollowUps.ts`); the item's replies are comments on the issue.
  * - `push` to the repository's default branch records the branch and its new head, which deep
  *   scans pin to (a push older than the one recorded changes nothing); other branches, tags and
  *   deleted branches are ignored.
@@ -42,10 +42,10 @@
  *   the finding is answered, so it is dismissed and never raised again (its reason keeps the
  *   reply's first words). Replies by bots (Bosun's own included) change nothing. GitHub sends no
  *   webhook for reactions, so a 👎 alone does not dismiss a finding.
- * - Feedback Bosun learns from (`memory/MemoryFeedback.ts`): a reply in a finding's
+ * - Feedback Bosun learns from (`features/memories/MemoryFeedback.ts`): a reply in a finding's
  *   thread, a reason-coded 👎 reply, and `@<slug> remember ...` (in a conversation comment, from
  *   someone who may give commands, or in a review thread) queue a `memory_distill` run in the
- *   same transaction (`workflows/MemoryDistillWorkflow.ts`), which proposes a memory with the
+ *   same transaction (`features/memories/MemoryDistillWorkflow.ts`), which proposes a memory with the
  *   feedback's provenance or merges it into one that exists. A `remember` command is confirmed
  *   in a comment.
  *
@@ -186,7 +186,7 @@ interface WakeFlag {
   wake: boolean
 }
 
-/** The handler of `github.delivery` rows; `inbox/InboxConsumer.ts` runs it. */
+/** The handler of `github.delivery` rows; `app/InboxConsumer.ts` runs it. */
 export const makeGithubInboxHandler = Effect.gen(function* () {
   const outbox = yield* Outbox
   const sql = yield* SqlClient.SqlClient

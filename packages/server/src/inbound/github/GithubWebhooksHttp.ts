@@ -40,7 +40,7 @@ import { GithubDeliveriesRepo } from "./GithubDeliveriesRepo.ts"
 export const GITHUB_WEBHOOK_PATH = "/api/v1/github/webhooks"
 
 /**
- * The events the inbox consumer acts on (`github/GithubInbox.ts`); others are acknowledged and
+ * The events the inbox consumer acts on (`inbound/github/GithubInbox.ts`); others are acknowledged and
  * recorded as ignored.
  */
 export const HANDLED_GITHUB_EVENTS: ReadonlySet<string> = new Set([

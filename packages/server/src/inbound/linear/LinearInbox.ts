@@ -7,7 +7,7 @@
  *   summary, the actor as requester), OPEN in INTAKE, and its intake run is queued.
  * - `Comment` created that mentions Bosun (`@<app_user_name>`) on an issue without a work item
  *   creates it the same way.
- * - A comment on an issue that has a work item is a follow-up of it (`work/FollowUps.ts`): an
+ * - A comment on an issue that has a work item is a follow-up of it (`features/workItems/FollowUps.ts`): an
  *   approval or rejection of its plan, or part of the conversation, which queues a new intake run
  *   behind the issue's running one.
  * - Bosun's own comments, other actions and issues that are not Bosun's are recorded as ignored,

@@ -8,7 +8,7 @@
  *   thread's link as source URL) and queues its intake run: an `app_mention`, a direct message to
  *   the bot, or a top-level message in a channel with passive listening on. The `message` event Slack also sends for a
  *   mention is recognised by the mention and not counted twice.
- * - Any other message in a thread that has a work item is a follow-up of it (`work/FollowUps.ts`):
+ * - Any other message in a thread that has a work item is a follow-up of it (`features/workItems/FollowUps.ts`):
  *   an approval or rejection of its plan, or part of the conversation, which queues a new intake
  *   run behind the thread's running one.
  * - Bosun's own and other bots' messages, edits and deletions (subtypes), and messages not

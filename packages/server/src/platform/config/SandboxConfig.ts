@@ -6,7 +6,7 @@
  *   in that namespace, made through the Kubernetes API (the pod's own service account, or
  *   `BOSUN_KUBERNETES_API_URL` with `BOSUN_KUBERNETES_TOKEN` from outside the cluster), its only
  *   way out Bosun's credential-injection egress proxy, which every runner then runs (an API-only
- *   process reads these settings but starts neither provider: `cluster/AttemptPortsLive.ts`).
+ *   process reads these settings but starts neither provider: `app/cluster/AttemptPortsLive.ts`).
  * - HOSTED_SANDBOX is on when `BOSUN_HOSTED_SANDBOX_API_URL` is set.
  *
  * A provider that is switched on but misses a setting it cannot run without stops start-up with
