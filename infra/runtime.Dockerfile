@@ -1,5 +1,5 @@
-# The Bosun agent runtime image (issue 6; spec: Agent runtime protocol): the runtime's HTTP
-# server as PID 1, running as uid 1000, with git and ripgrep for the agents and the agent CLIs
+# The Bosun agent runtime image (issue 6; docs/interface.md: Agent runtime protocol): the runtime's
+# HTTP server as PID 1, running as uid 1000, with git and ripgrep for the agents and the agent CLIs
 # (OpenCode, Codex) as npm dependencies of the runtime package. Built from the repository root:
 #   docker build -f infra/runtime.Dockerfile -t bosun-runtime .
 # Run with BOSUN_RUNTIME_TOKEN set; the data directory (logs, workspaces) is /data.

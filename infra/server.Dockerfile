@@ -1,5 +1,5 @@
-# The Bosun server image (issue 12; spec: What the service does 1, 8; DESIGN: Processes): the
-# control plane — HTTP API, Effect Cluster runner, the dashboard under / — as PID 1, running as
+# The Bosun server image (issue 12; docs/interface.md: What the service does 1, 8; Design rules):
+# the control plane — HTTP API, Effect Cluster runner, the dashboard under / — as PID 1, running as
 # uid 1000, with the migrations in sql/ and the embedded agent runtime it launches when no
 # BOSUN_RUNTIME_URL is set (so git and ripgrep for the agents). Built from the repository root:
 #   docker build -f infra/server.Dockerfile -t bosun-server .

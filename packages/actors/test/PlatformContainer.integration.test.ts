@@ -1,9 +1,9 @@
 /**
- * PLATFORM_CONTAINER against a local fake of the Kubernetes Pods API (spec: "The Kubernetes calls
- * are tested against a local fake of the Pods API"), through the official client: the pod it
- * builds, the real runtime the fake starts for it running an INJECTED attempt, idempotent acquire
- * and release, the real egress proxy knowing the attempt exactly while its pod exists, AGENT_ONE
- * refused before any call, and Kubernetes' errors mapped to what the workflow can do about them.
+ * PLATFORM_CONTAINER against a local fake of the Kubernetes Pods API
+ * (docs/interface.md: Design rules), through the official client: the pod it builds, the real
+ * runtime the fake starts for it running an INJECTED attempt, idempotent acquire and release, the
+ * real egress proxy knowing the attempt exactly while its pod exists, AGENT_ONE refused before any
+ * call, and Kubernetes' errors mapped to what the workflow can do about them.
  */
 import { createHmac } from "node:crypto"
 import { AGENT_ONE_ON_PLATFORM_CONTAINER, type RunRequest } from "@bosun/domain"

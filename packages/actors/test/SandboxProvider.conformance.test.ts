@@ -1,5 +1,5 @@
 /**
- * One conformance suite for every sandbox provider (STYLE: ports, one suite for all adapters):
+ * One conformance suite for every sandbox provider (docs/interface.md: Design rules):
  * an acquired sandbox's runtime answers its health with this protocol and runs a start; acquire
  * is idempotent for an attempt; release succeeds, twice. EXTERNAL_RUNTIME runs against the real
  * runtime process; HOSTED_SANDBOX against the local fake of the Daytona API and PLATFORM_CONTAINER

@@ -1,5 +1,5 @@
 /**
- * The dashboard's shell (spec: What the service does 2): who is signed in (`GET /me`),
+ * The dashboard's shell (docs/interface.md: What the service does 2): who is signed in (`GET /me`),
  * the organization switcher over their memberships, the navigation, and the screen the path
  * names. Only the pull-request list is in the first bundle; every other screen loads on demand.
  * A path naming an organization the user is not a member of shows nothing of it: the API would

@@ -1,6 +1,6 @@
 /**
  * The first screen's requests, run by a script `vite.config.ts` inlines into `index.html` so
- * that they travel while the app's JavaScript downloads, compiles and evaluates (budget: README
+ * that they travel while the app's JavaScript downloads, compiles and evaluates (budget: bench/README.md
  * "Dashboard budget"): `GET /me` at once, and as soon as it answers, the first page of the
  * pull-request list the first screen shows — for an organization `/me` names, never another.
  * The app reads these responses with the contract's Schemas (`api/earlyAnswers.ts`); this script

@@ -1,5 +1,5 @@
 /**
- * What the first screen lists, decided from the path and `/me` alone (budget: README "Dashboard
+ * What the first screen lists, decided from the path and `/me` alone (budget: bench/README.md "Dashboard
  * budget"): the app's own redirect from `/` and `early.ts`, which asks for the list before the
  * app has loaded, both take it from here, so the early request is the one the app then makes.
  * Only an organization `/me` names is ever chosen: nothing is asked about another one.

@@ -132,7 +132,7 @@ export const ChoiceFilter = <T extends string>(props: {
 )
 
 // One formatter for every timestamp: `toLocaleString` builds a new one per call, which cost
-// about 1 ms a row on the 50-row lists (the list's budget, README "Dashboard budget").
+// about 1 ms a row on the 50-row lists (the list's budget, bench/README.md "Dashboard budget").
 const timestamp = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" })
 
 /** A timestamp in the reader's locale and time zone, or a dash when there is none. */

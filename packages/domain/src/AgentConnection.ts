@@ -1,5 +1,5 @@
 /**
- * Agent connections (spec: Resources "Agent connection"; Organization endpoints
+ * Agent connections (docs/interface.md: Resources "Agent connection"; Organization endpoints
  * `opencode-connection`; Authentication 3, 7). Credentials are written per organization or, with
  * the query parameter `repository_id`, as a repository override that leaves the organization's
  * untouched; they are sealed and never returned — only fingerprints, versions and where they

@@ -1,8 +1,9 @@
 /**
- * The error envelope every Bosun response uses (spec: Errors 1-3): `{"error": {"code", "message"}}`.
+ * The error envelope every Bosun response uses (docs/interface.md: Errors 1-3):
+ * `{"error": {"code", "message"}}`.
  *
  * Each class is one HTTP status. They are `Schema.Error` classes rather than `Schema.TaggedError`
- * so that the encoded body is exactly the spec's envelope with no `_tag` beside it; the runtime
+ * so that the encoded body is exactly the error envelope with no `_tag` beside it; the runtime
  * `_tag` is a plain class field, so `Effect.catchTag` still works on the server side.
  */
 import { Schema } from "effect"

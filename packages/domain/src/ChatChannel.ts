@@ -1,6 +1,6 @@
 /**
- * A Slack channel Bosun is in (spec: Resources "Chat channel"); `passive_enabled` lets it read
- * the channel without being mentioned.
+ * A Slack channel Bosun is in (docs/interface.md: Resources "Chat channel"); `passive_enabled` lets
+ * it read the channel without being mentioned.
  */
 import { Schema } from "effect"
 

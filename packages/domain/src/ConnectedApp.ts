@@ -1,11 +1,11 @@
 /**
- * Connected apps (spec: Resources "Connected-app connection result"; Organization endpoints
- * `POST .../composio/connections`): a member asks to use a third-party app, named by its Composio
- * toolkit slug, for themselves. A toolkit that needs no authentication is simply usable (ACTIVE,
- * no link); any other answers AUTHORIZATION_REQUIRED with a hosted connect link the user opens
- * before `expires_at`. The statuses are Composio's own words for a connected account.
- * `GET .../composio/connections` lists the member's own apps as `ConnectedApp`: what
- * the dashboard shows, never the link (a bearer URL) nor any Composio id.
+ * Connected apps (docs/interface.md: Resources "Connected-app connection result";
+ * Organization endpoints `POST .../composio/connections`): a member asks to use a third-party app,
+ * named by its Composio toolkit slug, for themselves. A toolkit that needs no authentication is
+ * simply usable (ACTIVE, no link); any other answers AUTHORIZATION_REQUIRED with a hosted connect
+ * link the user opens before `expires_at`. The statuses are Composio's own words for a connected
+ * account. `GET .../composio/connections` lists the member's own apps as `ConnectedApp`: what the
+ * dashboard shows, never the link (a bearer URL) nor any Composio id.
  */
 import { Schema } from "effect"
 

@@ -1,7 +1,7 @@
 /**
- * A context suggestion (spec: Resources "Context suggestion"): a secondary repository proposed as
- * context for a primary one. `POST .../decision` with `approve` (which adds it to the primary's
- * `secondary_repository_ids`) or `reject`; a suggestion is decided once (409
+ * A context suggestion (docs/interface.md: Resources "Context suggestion"): a secondary repository
+ * proposed as context for a primary one. `POST .../decision` with `approve` (which adds it to the
+ * primary's `secondary_repository_ids`) or `reject`; a suggestion is decided once (409
  * `suggestion_already_decided` after).
  */
 import { Schema } from "effect"

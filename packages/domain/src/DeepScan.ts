@@ -1,8 +1,8 @@
 /**
- * A deep scan (spec: Resources "Deep scan"; Organization endpoints `GET`/`POST .../deep-scans`):
- * an agent's audit of a whole repository at one commit, the default branch's head when it was
- * launched. Its status is its workflow run's; the counts, risk level and summary are written as
- * the scan's findings arrive and are decided.
+ * A deep scan (docs/interface.md: Resources "Deep scan"; Organization endpoints
+ * `GET`/`POST .../deep-scans`): an agent's audit of a whole repository at one commit, the default
+ * branch's head when it was launched. Its status is its workflow run's; the counts, risk level and
+ * summary are written as the scan's findings arrive and are decided.
  *
  * - `completion_status`: COMPLETE when every part of the repository was covered, PARTIAL when
  *   something was skipped; null until the scan has finished.

@@ -1,9 +1,9 @@
 /**
- * What a deep scan's agent must produce (spec: Deep scan resource, egress tier DEEP_SCAN): an audit
- * of the whole repository for security and correctness risks, and for every HIGH or CRITICAL
- * finding a second step in the same sandbox that tries to confirm it with a reproduction — a test
- * the agent writes under `bosun-repro/` and runs, which fails while the flaw is there. Output that
- * does not match is rejected and nothing is recorded.
+ * What a deep scan's agent must produce (docs/interface.md: Resources "Deep scan", egress tier
+ * DEEP_SCAN): an audit of the whole repository for security and correctness risks, and for every
+ * HIGH or CRITICAL finding a second step in the same sandbox that tries to confirm it with a
+ * reproduction — a test the agent writes under `bosun-repro/` and runs, which fails while the flaw
+ * is there. Output that does not match is rejected and nothing is recorded.
  *
  * A finding's fingerprint (what a rejection suppresses in later scans) is Bosun's, not the
  * agent's: the SHA-256 of the repository, the CWE (or the category when there is none), the path

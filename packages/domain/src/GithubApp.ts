@@ -1,7 +1,7 @@
 /**
- * The GitHub App configuration of an organization (spec: Bootstrap-token endpoints,
- * Authentication 5). client_secret, private_key and webhook_secret are write-only: they are
- * sealed on arrival and no response ever carries them.
+ * The GitHub App configuration of an organization (docs/interface.md: Bootstrap-token endpoints,
+ * Authentication 5). client_secret, private_key and webhook_secret are write-only: they are sealed
+ * on arrival and no response ever carries them.
  */
 import { Schema } from "effect"
 

@@ -1,7 +1,7 @@
 /**
- * Who is calling (spec: Authentication 1-3): users, their role in each organization, and what
- * `GET /api/v1/me` returns. Roles: MEMBER, ADMIN (GitHub organization owners), SUPER_USER (an
- * instance operator, granted with the CLI; reaches every organization).
+ * Who is calling (docs/interface.md: Authentication 1-3): users, their role in each organization,
+ * and what `GET /api/v1/me` returns. Roles: MEMBER, ADMIN (GitHub organization owners), SUPER_USER
+ * (an instance operator, granted with the CLI; reaches every organization).
  */
 import { Schema } from "effect"
 

@@ -1,5 +1,5 @@
 /**
- * Identifier schemas shared by every contract (spec: Endpoints, path parameters; Limits).
+ * Identifier schemas shared by every contract (docs/interface.md: Endpoints; Limits).
  */
 import { Schema } from "effect"
 
@@ -12,5 +12,5 @@ export const ChannelId = Schema.String.check(Schema.isMinLength(1), Schema.isMax
 /** `provider_id` of the agent-connection api-key path. */
 export const ProviderId = Schema.String.check(Schema.isPattern(/^[a-z0-9][a-z0-9._-]{0,127}$/))
 
-/** An inbound `X-Request-ID` is reused only when it matches this (spec: Errors 3). */
+/** An inbound `X-Request-ID` is reused only when it matches this (docs/interface.md: Errors 3). */
 export const RequestIdPattern = /^[A-Za-z0-9._-]{1,128}$/

@@ -1,8 +1,9 @@
 /**
- * Jobs, the Scheduler's record of a workflow run, and the events a run streams (spec: What the
- * service does 6, 8, 9; Events 1-2; States and transitions 3). A webhook handler, an API call or a
- * cron writes a run (QUEUED, or RECEIVED while an inbox consumer still decides) and its job in one
- * transaction; from then on only the Scheduler changes the job's status, and the run's follows:
+ * Jobs, the Scheduler's record of a workflow run, and the events a run streams
+ * (docs/interface.md: What the service does 6, 8, 9; Events 1-2; States and transitions 3). A
+ * webhook handler, an API call or a cron writes a run (QUEUED, or RECEIVED while an inbox consumer
+ * still decides) and its job in one transaction; from then on only the Scheduler changes the job's
+ * status, and the run's follows:
  *
  * | job status | next | when | run status |
  * | --- | --- | --- | --- |
@@ -25,7 +26,7 @@ export type JobStatus = typeof JobStatus.Type
 export const Lane = Schema.Literals(["AGENT", "REVIEW"])
 export type Lane = typeof Lane.Type
 
-/** The steps of one attempt, in order (spec: States and transitions 3). */
+/** The steps of one attempt, in order (docs/interface.md: States and transitions 3). */
 export const ATTEMPT_STEPS = [
   "prepare",
   "acquire-sandbox",

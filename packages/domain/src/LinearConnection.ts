@@ -1,7 +1,7 @@
 /**
- * An organization's connection to Linear, the issue tracker (the spec names no endpoint
- * for it, so Bosun defines `PUT/GET/DELETE .../linear-connection`, README "Linear"). The webhook
- * signing secret and the API token are write-only: sealed on arrival, never returned.
+ * An organization's connection to Linear, the issue tracker (docs/interface.md names no
+ * endpoint for it, so Bosun defines `PUT/GET/DELETE .../linear-connection`, docs/connect-linear.md). The
+ * webhook signing secret and the API token are write-only: sealed on arrival, never returned.
  */
 import { Schema } from "effect"
 import { HeaderSafeText } from "./HeaderSafe.ts"

@@ -1,5 +1,6 @@
 /**
- * A memory: a convention Bosun applies in reviews (spec: Resources "Memory"). Lifecycle:
+ * A memory: a convention Bosun applies in reviews (docs/interface.md: Resources "Memory").
+ * Its lifecycle:
  *
  * | from | to | by |
  * | --- | --- | --- |
@@ -8,12 +9,12 @@
  *
  * A PROPOSED memory is decided once (`POST .../memories/{id}/decision`, 409
  * `memory_already_decided` after). Only an APPROVED memory can be enabled or disabled (`PATCH
- * .../memories/{id}`); anything else is 409 `memory_not_approved`. As the spec has it, `enabled`
- * is set by that PATCH alone: an approved memory is disabled until someone enables it.
+ * .../memories/{id}`); anything else is 409 `memory_not_approved`. `enabled` is set by that PATCH
+ * alone: an approved memory is disabled until someone enables it.
  *
- * Beyond the spec's fields a memory carries its provenance (`sources`: every piece of feedback it
- * was distilled from, the merged restatements included) and its measured `effect`, so a useless
- * memory can be spotted.
+ * Beyond the fields docs/interface.md lists, a memory carries its provenance (`sources`: every
+ * piece of feedback it was distilled from, the merged restatements included) and its measured
+ * `effect`, so a useless memory can be spotted.
  */
 import { Schema } from "effect"
 

@@ -1,17 +1,17 @@
 /**
- * The pull-request list (spec: Resources "Pull-request list item"; Organization endpoints
- * `GET .../pull-requests`). Pages are newest-updated first; cursors are opaque and point at a
- * row's sort key, so rows inserted meanwhile never shift a page already handed out.
- * `page_size` is 1..100, default 25.
+ * The pull-request list (docs/interface.md: Resources "Pull-request list item";
+ * Organization endpoints `GET .../pull-requests`). Pages are newest-updated first; cursors are
+ * opaque and point at a row's sort key, so rows inserted meanwhile never shift a page already
+ * handed out. `page_size` is 1..100, default 25.
  */
 import { Schema } from "effect"
 
 export const PullRequestState = Schema.Literals(["OPEN", "CLOSED", "MERGED"])
 
 /**
- * Where a pull request's review stands (the spec shows only a string): NOT_REVIEWED until an
- * event asks for one; QUEUED once a review run is queued; REVIEWED when one was posted; FAILED
- * when the last review run failed (its check run says why); SKIPPED when the policy decided
+ * Where a pull request's review stands (docs/interface.md gives it only as a string): NOT_REVIEWED
+ * until an event asks for one; QUEUED once a review run is queued; REVIEWED when one was posted;
+ * FAILED when the last review run failed (its check run says why); SKIPPED when the policy decided
  * against reviewing (draft, excluded author, paused repository, too many changed files).
  */
 export const ReviewStatus = Schema.Literals(["NOT_REVIEWED", "QUEUED", "REVIEWED", "FAILED", "SKIPPED"])

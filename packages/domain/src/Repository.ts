@@ -1,7 +1,7 @@
 /**
- * A repository of an organization (spec: Resources "Repository"): reviews run on it while it is
- * `enabled`; `available` turns false when the GitHub App loses access; `readiness_status` is the
- * sandbox-readiness check's verdict.
+ * A repository of an organization (docs/interface.md: Resources "Repository"): reviews run on it
+ * while it is `enabled`; `available` turns false when the GitHub App loses access;
+ * `readiness_status` is the sandbox-readiness check's verdict.
  */
 import { Schema } from "effect"
 

@@ -1,6 +1,7 @@
 /**
- * Repository configuration (spec: Resources "Repository configuration", "review_policy";
- * Organization endpoints GET/PUT `.../repositories/{id}/configuration`; Trust boundaries 3).
+ * Repository configuration (docs/interface.md: Resources "Repository configuration",
+ * "review_policy"; Organization endpoints GET/PUT `.../repositories/{id}/configuration`;
+ * Trust boundaries 3).
  *
  * The effective configuration is built from Bosun's defaults, overlaid by the organization's
  * settings, overlaid by the repository's, one group at a time. `overrides.<group>` says whether
@@ -18,9 +19,10 @@
  * | sandbox      | sandbox_provider, sandbox_config                                                           |
  * | skills       | skills                                                                                     |
  *
- * Enumerations the spec leaves open are defined here. AGENT_ONE on PLATFORM_CONTAINER is accepted
- * and recorded, and yields a BLOCKING sandbox-readiness finding with `AGENT_ONE_ON_PLATFORM_CONTAINER`
- * as its message, which the prepare step reuses word for word (spec: Errors 6).
+ * Enumerations docs/interface.md leaves open are defined here. AGENT_ONE on PLATFORM_CONTAINER is
+ * accepted and recorded, and yields a BLOCKING sandbox-readiness finding with
+ * `AGENT_ONE_ON_PLATFORM_CONTAINER` as its message, which the prepare step reuses word for word
+ * (docs/interface.md: Errors 6).
  */
 import { Schema } from "effect"
 

@@ -1,5 +1,6 @@
 /**
- * Master-key rotation runs (spec: Bootstrap-token endpoints, Secret-rotation procedure, Limits).
+ * Master-key rotation runs (docs/interface.md: Bootstrap-token endpoints,
+ * Secret-rotation procedure, Limits).
  *
  * `remaining` counts the envelopes not yet sealed under the active key version: before a
  * rotation every envelope is under an older key, so a dry run then reports remaining =

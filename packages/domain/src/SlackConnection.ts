@@ -1,7 +1,7 @@
 /**
- * An organization's connection to Slack, the chat provider (the spec names no endpoint
- * for it, so Bosun defines `PUT/GET/DELETE .../slack-connection`, README "Slack"). The operator
- * gives the Slack app's bot token and signing secret; Bosun asks Slack (`auth.test`) which
+ * An organization's connection to Slack, the chat provider (docs/interface.md names no
+ * endpoint for it, so Bosun defines `PUT/GET/DELETE .../slack-connection`, docs/connect-slack.md). The
+ * operator gives the Slack app's bot token and signing secret; Bosun asks Slack (`auth.test`) which
  * workspace and bot user the token belongs to and records those. Both secrets are write-only:
  * sealed on arrival, never returned.
  */

@@ -1,7 +1,7 @@
 /**
- * Work items and their state machine (spec: Resources "Work item"; Organization endpoints
- * `POST .../work-items/{id}/actions`). An action is accepted only when it is in the item's
- * `available_actions`, which follow from its state alone; anything else is 409
+ * Work items and their state machine (docs/interface.md: Resources "Work item";
+ * Organization endpoints `POST .../work-items/{id}/actions`). An action is accepted only when it is
+ * in the item's `available_actions`, which follow from its state alone; anything else is 409
  * `action_not_available`. The scheduler (not this table) starts and stops the runs behind them.
  *
  * | state (waiting_reason)        | action  | next state / phase / waiting_reason | completed_at |

@@ -1,8 +1,9 @@
 /**
- * What a work item's runs must produce (spec: Work item resource): the agent decides whether the
- * request is a question it can answer, a change (with the repository and a plan, which then waits
- * for APPROVE), or something it cannot place without more context (it asks, and the item waits with
- * waiting_reason CONTEXT). Output that does not match is rejected and nothing is posted.
+ * What a work item's runs must produce (docs/interface.md: Resources "Work item"): the agent
+ * decides whether the request is a question it can answer, a change (with the repository and a
+ * plan, which then waits for APPROVE), or something it cannot place without more context (it asks,
+ * and the item waits with waiting_reason CONTEXT). Output that does not match is rejected and
+ * nothing is posted.
  */
 import { Schema } from "effect"
 

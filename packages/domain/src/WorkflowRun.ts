@@ -1,6 +1,7 @@
 /**
- * Workflow runs and their attempts (spec: Resources "Workflow run", "Workflow attempt"; Run
- * lifecycle). An attempt's id is the `RunAttemptWorkflow` instance id, `runId:attempt`.
+ * Workflow runs and their attempts (docs/interface.md: Resources "Workflow run",
+ * "Workflow attempt"; Run lifecycle). An attempt's id is the `RunAttemptWorkflow` instance id,
+ * `runId:attempt`.
  */
 import { Schema } from "effect"
 

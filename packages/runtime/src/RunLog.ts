@@ -1,8 +1,8 @@
 /**
- * One attempt's event log (spec: Events 2): an append-only NDJSON file of `RunEvent`s numbered from
- * 1 without gaps, and the listeners that follow it live. `append` writes the line to the file
- * before any listener sees the event, so a tail that reconnects with `after=N` replays from the
- * file exactly what it missed.
+ * One attempt's event log (docs/interface.md: Events 2): an append-only NDJSON file of `RunEvent`s
+ * numbered from 1 without gaps, and the listeners that follow it live. `append` writes the line to
+ * the file before any listener sees the event, so a tail that reconnects with `after=N` replays
+ * from the file exactly what it missed.
  *
  * Writes are synchronous on an open descriptor: one `write(2)` per event keeps the order the
  * sequence numbers promise without a writer queue, and the file outlives every HTTP connection.

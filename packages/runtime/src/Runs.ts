@@ -1,5 +1,5 @@
 /**
- * The runs of this runtime (spec: Agent runtime protocol): idempotent start by
+ * The runs of this runtime (docs/interface.md: Agent runtime protocol): idempotent start by
  * `(run_id, attempt_id)`, the run itself (checkout, agent, collecting its changes), its event log
  * and live tail, cancel, and what a restart finds.
  *

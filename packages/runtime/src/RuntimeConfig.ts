@@ -1,5 +1,5 @@
 /**
- * The runtime's settings (README "Agent runtime"), all from the environment:
+ * The runtime's settings (docs/agent-runtime.md), all from the environment:
  *
  * | variable | default | meaning |
  * | --- | --- | --- |

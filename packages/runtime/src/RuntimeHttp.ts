@@ -1,6 +1,6 @@
 /**
- * The runtime protocol over HTTP (spec: Agent runtime protocol; Authentication 6; Versioning 2).
- * Routes:
+ * The runtime protocol over HTTP (docs/interface.md: Agent runtime protocol; Authentication 6;
+ * Versioning 2). Routes:
  *
  * | method and path | answers |
  * | --- | --- |

@@ -1,6 +1,6 @@
 /**
- * The agent toolchain this runtime has (spec: Agent runtime protocol, `GET /healthz`): the
- * versions of the OpenCode and Codex CLIs and of git, read once at start by running each with
+ * The agent toolchain this runtime has (docs/interface.md: Agent runtime protocol, `GET /healthz`):
+ * the versions of the OpenCode and Codex CLIs and of git, read once at start by running each with
  * `--version` (null where one is missing), and the custom agent profiles configured.
  */
 import { execFile } from "node:child_process"

@@ -1,8 +1,8 @@
 /**
- * `POST /v1/tools/agent-auth/fetch` on the real runtime process (spec: Agent runtime protocol,
- * the fallback agent OAuth from the runtime's egress): the one request reaches an allowed origin
- * (a local stand-in for a sign-in host) as asked, hop-by-hop headers dropped; its answer comes
- * back whole; redirects are returned, not followed; any other origin is refused.
+ * `POST /v1/tools/agent-auth/fetch` on the real runtime process (docs/interface.md: Agent runtime
+ * protocol, the fallback agent OAuth): the one request reaches an allowed origin (a local stand-in
+ * for a sign-in host) as asked, hop-by-hop headers dropped; its answer comes back whole; redirects
+ * are returned, not followed; any other origin is refused.
  */
 import { createServer, type IncomingMessage } from "node:http"
 import type { AddressInfo } from "node:net"

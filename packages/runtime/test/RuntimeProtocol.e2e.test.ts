@@ -1,10 +1,10 @@
 /**
- * Protocol conformance of the real runtime process (spec: Agent runtime protocol), every answer
- * checked against the domain schemas: health, the token and protocol checks (401, 400, 426),
- * idempotent start (201, 200, 409, 429, 400, 422), the event tail (replay after reconnect with no
- * gap and no duplicate, heartbeats, a disconnect never stops a run), files, cancel within the grace
- * period, a crashing agent, the time limit, and a restart mid-run. Agents are custom profiles:
- * shell scripts speaking the runtime's JSONL format.
+ * Protocol conformance of the real runtime process (docs/interface.md: Agent runtime protocol),
+ * every answer checked against the domain schemas: health, the token and protocol checks (401, 400,
+ * 426), idempotent start (201, 200, 409, 429, 400, 422), the event tail (replay after reconnect
+ * with no gap and no duplicate, heartbeats, a disconnect never stops a run), files, cancel within
+ * the grace period, a crashing agent, the time limit, and a restart mid-run. Agents are custom
+ * profiles: shell scripts speaking the runtime's JSONL format.
  */
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"

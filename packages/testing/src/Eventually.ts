@@ -1,5 +1,5 @@
 /**
- * Polls a real condition with a deadline instead of sleeping (STYLE: tests never sleep to wait).
+ * Polls a real condition with a deadline instead of sleeping (docs/interface.md: Design rules).
  */
 import { Duration, Effect, Schedule } from "effect"
 

@@ -1,5 +1,5 @@
 /**
- * The runs' Prometheus metrics recorded on a runner (README: Metrics): how long a run waited in its
+ * The runs' Prometheus metrics recorded on a runner (docs/operations.md: Metrics): how long a run waited in its
  * lane before an attempt was claimed, how long after its run was created the first event was
  * written, and which step failed an attempt with which cause. The server's `/metrics` renders them
  * with the rest of the process's registry.

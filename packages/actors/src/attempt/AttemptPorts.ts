@@ -1,14 +1,14 @@
 /**
- * What `RunAttemptWorkflow` needs from the rest of Bosun, as ports the server provides (DESIGN:
- * dependencies point down — actors know nothing of HTTP handlers, repositories of resources or
- * the sealing keys):
+ * What `RunAttemptWorkflow` needs from the rest of Bosun, as ports the server provides
+ * (docs/interface.md: Design rules, dependencies point down — actors know nothing of HTTP handlers,
+ * repositories of resources or the sealing keys):
  *
  * - `WorkflowTypes`: per `workflow_type` (catalog_discovery, review, deep_scan, ...), how an
  *   attempt's run request is built (prepare) and what its result becomes (publish). Publishing
  *   must be idempotent by attempt id: a publish step cut off mid-way runs again.
  * - `SealedRequests`: seals the run request — with the credentials the egress proxy may inject —
  *   and keeps it in the blob store at `runs/{run}/{attempt}/request.enc`; only the key travels
- *   between steps (spec: What the service does 7).
+ *   between steps (docs/interface.md: What the service does 7).
  * - `RunOutputs`: the files of a run whose agent succeeded (the ones its workflow type publishes
  *   from), kept in the blob store by run with the runtime's result, so a publish retried by a later
  *   attempt reads them there and never runs the agent again.

@@ -1,6 +1,6 @@
 /**
- * How attempts pace themselves (spec: Limits — event flush every 1 s or 100 events; no step
- * holds a 30-minute stream). The server builds these from its `Config`.
+ * How attempts pace themselves (docs/interface.md: Limits — event flush every 1 s or 100 events; no
+ * step holds a 30-minute stream). The server builds these from its `Config`.
  */
 import { Context, Duration } from "effect"
 

@@ -1,6 +1,6 @@
 /**
- * Leading-edge batching of an attempt's event tail (SPEC "Run events": an event is readable within
- * the flush interval, and the first event after a quiet spell is not held for it).
+ * Leading-edge batching of an attempt's event tail (docs/interface.md: Events 1 — an event is
+ * readable within the flush interval, and the first event after a quiet spell is not held for it).
  *
  * `Stream.groupedWithin` starts its timer when a group's first element arrives, so every event that
  * follows a pause — the run's first event above all — waits the whole interval before it is

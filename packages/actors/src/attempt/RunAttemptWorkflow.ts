@@ -1,7 +1,7 @@
 /**
- * RunAttemptWorkflow (spec: What the service does 9; States and transitions 3; DESIGN: Actors and
- * workflows): one durable workflow per attempt, instance id `runId:attempt` (its idempotency key;
- * the engine's execution id is derived from it). Its steps are activities, in order:
+ * RunAttemptWorkflow (docs/interface.md: What the service does 9; States and transitions 3;
+ * Design rules): one durable workflow per attempt, instance id `runId:attempt` (its idempotency
+ * key; the engine's execution id is derived from it). Its steps are activities, in order:
  *
  * | step | does | result kept by the engine |
  * | --- | --- | --- |
@@ -352,7 +352,7 @@ const fencedOut = (run: AttemptRun) =>
 
 export const RunAttemptWorkflowLive = RunAttemptWorkflow.toLayer(
   // One span for the attempt and one per activity and step beneath it, each carrying the run's
-  // correlation ids (README: Traces).
+  // correlation ids (docs/operations.md: Traces).
   Effect.fn("RunAttempt")(
     function* (payload) {
       const loaded = yield* Records.loadAttempt(payload.organizationId, payload.runId, payload.attempt)

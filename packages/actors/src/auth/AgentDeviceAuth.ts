@@ -1,6 +1,6 @@
 /**
- * AgentDeviceAuth, one entity per `${scope}:${org}:${repo}` (spec: Coordinators; What the service
- * does 10 — AGENT_ONE signs in by device code): drives the provider's OAuth 2.0 device
+ * AgentDeviceAuth, one entity per `${scope}:${org}:${repo}` (docs/interface.md: Coordinators; What
+ * the service does 10 — AGENT_ONE signs in by device code): drives the provider's OAuth 2.0 device
  * authorization grant (RFC 8628) and then keeps the access token fresh with the refresh-token
  * grant (RFC 6749 §6), its status mirrored to `device_authorizations` through the
  * `DeviceAuthorizations` port, which seals the device code and the tokens. `Start` asks for a

@@ -1,9 +1,9 @@
 /**
- * The storage port of `AgentDeviceAuth` (spec: Coordinators, AgentDeviceAuth — "status mirrored to
- * `device_authorizations`"; What the service does 7): one row per entity, its status readable by
- * anyone, its secrets (device code, access token, refresh token) sealed by the adapter the server
- * provides (`DeviceAuthorizationsRepo`), as `SealedRequests` does for run requests — the actors
- * never see a master key. Every operation is scoped to the key's organization.
+ * The storage port of `AgentDeviceAuth` (docs/interface.md: Coordinators, AgentDeviceAuth — "status
+ * mirrored to `device_authorizations`"; What the service does 7): one row per entity, its status
+ * readable by anyone, its secrets (device code, access token, refresh token) sealed by the adapter
+ * the server provides (`DeviceAuthorizationsRepo`), as `SealedRequests` does for run requests — the
+ * actors never see a master key. Every operation is scoped to the key's organization.
  */
 import { Context, Data, type Effect, type Option, type Redacted } from "effect"
 

@@ -1,5 +1,5 @@
 /**
- * Bosun's cluster in one Layer (DESIGN: Actors and workflows): a runner of `effect/cluster` with
+ * Bosun's cluster in one Layer (docs/interface.md: Design rules): a runner of `effect/cluster` with
  * its message and runner storage in the same Postgres (its own `cluster_*` tables, shard locks as
  * advisory locks), the socket transport between runners, the workflow engine on top, and Bosun's
  * entities and workflows — Scheduler (+ its alarm singleton), RunEvents, RunAttemptWorkflow, Mutex,
@@ -62,7 +62,7 @@ export interface ClusterSettings {
     | { readonly _tag: "k8s"; readonly namespace: string | undefined; readonly labelSelector: string | undefined }
   readonly scheduler: SchedulerLayerSettings
   readonly attempts: AttemptSettingsShape
-  /** How long a provider usage reading answers lookups (the spec's 60 s). */
+  /** How long a provider usage reading answers lookups (60 s; docs/interface.md: Coordinators, UsageCache). */
   readonly usageTtl: Duration.Duration
   /** AGENT_ONE's device sign-in; without it the AgentDeviceAuth entity is not offered. */
   readonly deviceAuth: Option.Option<AgentDeviceAuthSettings>

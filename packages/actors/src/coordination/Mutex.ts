@@ -1,9 +1,9 @@
 /**
- * Mutex, one entity per lock key such as `tracker-token:{org}` (spec: What the service does 8,
- * Coordinators, Mutex; DESIGN: Actors and workflows): an exclusive lock whose leases lapse unless
- * renewed, so a holder whose process died frees the lock after its lease and the next waiter gets
- * it. Every grant carries a fencing number that only grows, across releases and entity moves, for
- * stores that must refuse a writer whose lease has already passed to someone else.
+ * Mutex, one entity per lock key such as `tracker-token:{org}` (docs/interface.md: What the service
+ * does 8, Coordinators, Mutex; Design rules): an exclusive lock whose leases lapse unless renewed,
+ * so a holder whose process died frees the lock after its lease and the next waiter gets it. Every
+ * grant carries a fencing number that only grows, across releases and entity moves, for stores that
+ * must refuse a writer whose lease has already passed to someone else.
  *
  * The lease itself lives in Postgres (`mutex_leases`), never in the entity: each grant, renewal and
  * release is one conditional statement judged by the database's clock, so an instance started on

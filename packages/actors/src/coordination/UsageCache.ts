@@ -1,8 +1,8 @@
 /**
- * UsageCache, one entity per organization (spec: What the service does 8, Coordinators,
- * UsageCache; DESIGN: Actors and workflows): the provider's usage and quota figures, cached for a
- * TTL (60 s by default) and fetched single-flight, so a burst of lookups costs one provider call
- * and every caller of that flight gets its answer or its failure. A failure is never cached.
+ * UsageCache, one entity per organization (docs/interface.md: What the service does 8,
+ * Coordinators, UsageCache; Design rules): the provider's usage and quota figures, cached for a TTL
+ * (60 s by default) and fetched single-flight, so a burst of lookups costs one provider call and
+ * every caller of that flight gets its answer or its failure. A failure is never cached.
  *
  * It also serializes the agent's token refresh per organization: refreshes never overlap, one
  * asked for while the same provider's refresh is pending joins it, and a finished refresh drops
@@ -171,7 +171,7 @@ export const layerUsageCache = (settings: UsageCacheSettings) =>
     }
   )
 
-/** Production's cache: the spec's 60 s TTL. */
+/** Production's cache: the 60 s TTL (docs/interface.md: Coordinators, UsageCache). */
 export const UsageCacheLive = layerUsageCache({ ttl: DEFAULT_USAGE_TTL })
 
 /** The cluster failing to deliver a message is not something a caller of the cache can act on. */

@@ -1,8 +1,8 @@
 /**
- * How work enters the cluster (spec: What the service does 6, 9): a webhook handler, an API call
- * or a cron writes a workflow run and its job in one statement — inside the caller's transaction
- * when it has one — and then wakes the Scheduler; it never waits for an agent. Everything after
- * that (claim, attempts, retries, cancellation) is the Scheduler's.
+ * How work enters the cluster (docs/interface.md: What the service does 6, 9): a webhook handler,
+ * an API call or a cron writes a workflow run and its job in one statement — inside the caller's
+ * transaction when it has one — and then wakes the Scheduler; it never waits for an agent.
+ * Everything after that (claim, attempts, retries, cancellation) is the Scheduler's.
  */
 import type { Lane } from "@bosun/domain"
 import { Effect } from "effect"

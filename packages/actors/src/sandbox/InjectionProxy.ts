@@ -1,6 +1,6 @@
 /**
- * Bosun's credential-injection egress proxy (PLATFORM_CONTAINER, `credential_mode:
- * INJECTED`; spec: Trust boundaries). The agent in a platform container never holds a real
+ * Bosun's credential-injection egress proxy (PLATFORM_CONTAINER, `credential_mode: INJECTED`;
+ * docs/interface.md: Trust boundaries). The agent in a platform container never holds a real
  * credential: its run request carries placeholders (`bosun-inject-{attempt}-{repositoryId}`,
  * `bosun-inject-{attempt}-agent`, one per MCP header), and every request it makes leaves the pod
  * through this proxy, which

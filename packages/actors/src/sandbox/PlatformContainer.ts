@@ -1,6 +1,6 @@
 /**
- * PLATFORM_CONTAINER (spec: Trust boundaries): a fresh Kubernetes Pod per attempt, made
- * through the Kubernetes API with the official client, running the runtime image under
+ * PLATFORM_CONTAINER (docs/interface.md: Trust boundaries): a fresh Kubernetes Pod per attempt,
+ * made through the Kubernetes API with the official client, running the runtime image under
  * `credential_mode: INJECTED`. No pooling: an attempt's pod and its Secret are named after the
  * attempt, so `acquire` is idempotent by attempt id and `release` deletes both.
  *
@@ -11,7 +11,7 @@
  * deployment CA — the only CA it needs, since the proxy terminates every TLS connection — mounted
  * from a ConfigMap. The proxy credential is HMAC-SHA256(key, attempt id): a control plane that
  * restarts re-registers the same secret the running pod already holds, without storing it.
- * AGENT_ONE is refused before any Kubernetes call (spec: Errors 6).
+ * AGENT_ONE is refused before any Kubernetes call (docs/interface.md: Errors 6).
  */
 import { createHash, createHmac } from "node:crypto"
 import { isIPv6 } from "node:net"

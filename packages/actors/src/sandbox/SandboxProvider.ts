@@ -1,5 +1,5 @@
 /**
- * The sandbox-provider port (DESIGN: storage and provider ports): where an attempt's agent runs.
+ * The sandbox-provider port (docs/interface.md: Design rules): where an attempt's agent runs.
  * Every provider ends in a runtime reached at some URL with some token (`RuntimeEndpoint`), which
  * the execute step drives with the runtime client; providers differ in how that runtime comes to
  * exist and which credential mode it needs.
@@ -32,7 +32,7 @@ export interface SandboxSpec {
   readonly attemptId: string
   readonly instanceClass: InstanceClass
   readonly egressTier: "STRICT" | "BUILD" | "DEEP_SCAN"
-  /** The agent the attempt runs: AGENT_ONE cannot run on PLATFORM_CONTAINER (spec: Errors 6). */
+  /** The agent the attempt runs: AGENT_ONE cannot run on PLATFORM_CONTAINER (docs/interface.md: Errors 6). */
   readonly agent: "OPENCODE" | "AGENT_ONE" | "CUSTOM"
   /**
    * INJECTED mode only: the placeholders the run request carries and the real values the egress

@@ -1,5 +1,5 @@
 /**
- * The Scheduler (spec: Coordinators, Scheduler; DESIGN: Actors and workflows): the entity
+ * The Scheduler (docs/interface.md: Coordinators, Scheduler; Design rules): the entity
  * `Scheduler/global` runs passes (`SchedulerPass.ts`) — the only code that changes a job's status —
  * and hands each claimed attempt to the workflow engine as a `RunAttemptWorkflow`.
  *

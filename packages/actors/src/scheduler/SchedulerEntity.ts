@@ -1,5 +1,5 @@
 /**
- * The Scheduler's address in the cluster (spec: Coordinators, Scheduler, singleton `global`):
+ * The Scheduler's address in the cluster (docs/interface.md: Coordinators, Scheduler, singleton `global`):
  * one entity instance, `global`, reached with `Wake` — a volatile wake-up that carries nothing,
  * since what changed is in the database — and kept up by `Keepalive`. Handlers, crons and finished attempts send it after
  * their commit; the Scheduler's own alarm sends it too, so a lost wake-up only delays a pass.

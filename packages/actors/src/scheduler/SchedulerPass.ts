@@ -1,5 +1,5 @@
 /**
- * One Scheduler pass (spec: Coordinators, Scheduler): every job-status change Bosun
+ * One Scheduler pass (docs/interface.md: Coordinators, Scheduler): every job-status change Bosun
  * makes, in one transaction under an advisory lock, so even two Scheduler instances overlapping
  * during a failover cannot claim a job twice. The transitions are the table in
  * `packages/domain/src/Jobs.ts`; in order:

@@ -6,7 +6,7 @@
  * The client and the whole contract load with the first call, not with the first screen: the
  * first screen reads its two answers (`/me`, the first page of pull requests) with the
  * contract's Schemas alone (`earlyAnswers.ts`), and the shell preloads the client once that
- * screen is up (budget: README "Dashboard budget").
+ * screen is up (budget: bench/README.md "Dashboard budget").
  */
 import type { Effect } from "effect"
 import type { Client } from "./httpApiClient.ts"

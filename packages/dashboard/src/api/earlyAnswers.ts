@@ -1,7 +1,7 @@
 /**
  * The first screen's two answers — `GET /me` and the first page of the pull-request list —
  * read from the responses `early.ts` asked for while the bundle loaded, without the HTTP client
- * stack, which the first screen then does not need to load (budget: README "Dashboard budget").
+ * stack, which the first screen then does not need to load (budget: bench/README.md "Dashboard budget").
  * Each body is decoded with its endpoint's own success Schema from the contract (the domain's
  * `MeResponse` and `PullRequestPage`, which the API groups declare), and an error
  * response with the contract's error envelope and classes (`failure.ts`), so a screen cannot

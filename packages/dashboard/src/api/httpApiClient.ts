@@ -2,7 +2,7 @@
  * The typed client: `HttpApiClient` over the domain's whole `BosunApi`, so every
  * path, query, payload and response is the contract's own Schema and cannot drift from what the
  * server serves. Loaded by `client.ts` on the first call, outside the first screen's bundle
- * (budget: README "Dashboard budget"). Same origin, so the browser sends the `bosun_session`
+ * (budget: bench/README.md "Dashboard budget"). Same origin, so the browser sends the `bosun_session`
  * cookie itself.
  */
 import { BosunApi } from "@bosun/domain/api/Api"

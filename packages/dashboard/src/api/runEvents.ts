@@ -1,5 +1,5 @@
 /**
- * A run's live event log (spec: Events 1): the SSE stream of
+ * A run's live event log (docs/interface.md: Events 1): the SSE stream of
  * `GET .../workflow-runs/{run_id}/events/stream`, each event's `id:` its sequence. The browser's
  * EventSource resumes with `Last-Event-ID` when the connection drops; when the server ends a
  * stream with `event: reconnect` (every 55 s) the log reopens at once with `?after=` the last

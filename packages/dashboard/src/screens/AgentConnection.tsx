@@ -1,12 +1,12 @@
 /**
- * The agent connection (spec: Organization endpoints `.../opencode-connection`, Resources "Agent
- * connection"; Authentication 3, 7): whether the organization's agent has credentials
- * and a discovered model catalog, i.e. whether runs can start, and the two ways an admin gives it
- * credentials: one provider's API key, or an OpenCode `auth.json` import. Credentials are
- * write-only: the screen never shows a key back, only the fingerprints the API answers, and clears
- * what was typed as soon as it is sent. A repository can be picked to read and write its override
- * instead of the organization's connection. While a catalog discovery is queued or running the
- * screen refreshes itself, since that is what decides `ready`.
+ * The agent connection (docs/interface.md: Organization endpoints `.../opencode-connection`,
+ * Resources "Agent connection"; Authentication 3, 7): whether the organization's agent has
+ * credentials and a discovered model catalog, i.e. whether runs can start, and the two ways an
+ * admin gives it credentials: one provider's API key, or an OpenCode `auth.json` import.
+ * Credentials are write-only: the screen never shows a key back, only the fingerprints the API
+ * answers, and clears what was typed as soon as it is sent. A repository can be picked to read and
+ * write its override instead of the organization's connection. While a catalog discovery is queued
+ * or running the screen refreshes itself, since that is what decides `ready`.
  */
 import type { AgentConnection as Connection, ModelTurnResult } from "@bosun/domain"
 import { type ReactNode, useEffect, useId, useState } from "react"

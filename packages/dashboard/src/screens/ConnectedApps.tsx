@@ -1,10 +1,10 @@
 /**
- * Connected apps (spec: Organization endpoints `GET`/`POST .../composio/connections`, Resources
- * "Connected-app connection result"): the third-party apps the signed-in member
- * connected for themselves through Composio, and a form to connect another by its toolkit slug.
- * An app that needs authorization answers with a hosted link, shown once here (the API never
- * lists it again: it is a bearer URL). The organization's Linear and Slack connections are shown
- * read-only beside them, since they are what Bosun itself is connected to.
+ * Connected apps (docs/interface.md: Organization endpoints `GET`/`POST .../composio/connections`,
+ * Resources "Connected-app connection result"): the third-party apps the signed-in member connected
+ * for themselves through Composio, and a form to connect another by its toolkit slug. An app that
+ * needs authorization answers with a hosted link, shown once here (the API never lists it again: it
+ * is a bearer URL). The organization's Linear and Slack connections are shown read-only beside
+ * them, since they are what Bosun itself is connected to.
  */
 import type { ConnectedAppConnection } from "@bosun/domain"
 import { useState } from "react"
@@ -143,7 +143,9 @@ const ConnectedApps = (props: { readonly org: string }) => {
           <Loading loaded={linear}>
             {(connection) =>
               connection === null ? (
-                <p className="muted">Not connected. An admin connects Linear through the API (README "Linear").</p>
+                <p className="muted">
+                  Not connected. An admin connects Linear through the API (docs/connect-linear.md).
+                </p>
               ) : (
                 <dl className="facts">
                   <dt>Workspace</dt>
@@ -172,7 +174,7 @@ const ConnectedApps = (props: { readonly org: string }) => {
           <Loading loaded={slack}>
             {(connection) =>
               connection === null ? (
-                <p className="muted">Not connected. An admin connects Slack through the API (README "Slack").</p>
+                <p className="muted">Not connected. An admin connects Slack through the API (docs/connect-slack.md).</p>
               ) : (
                 <dl className="facts">
                   <dt>Workspace</dt>

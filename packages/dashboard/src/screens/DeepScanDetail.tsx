@@ -1,11 +1,11 @@
 /**
- * One deep scan (spec: Resources "Deep scan"; Organization endpoints `GET .../deep-scans/{id}`,
- * `.../findings`, `.../findings/{id}/decision`, `.../fix`): the scan's outcome (status, coverage
- * and what it skipped, summary, error, risk, counts) and the triage of its findings, worst first,
- * each with the proof behind it — the path from input to sink and, for HIGH and CRITICAL, whether a
- * reproduction confirmed it. A finding is accepted, or rejected with a reason (which suppresses it
- * in the repository's later scans); the accepted ones become one fix work item. While the scan is
- * queued or running the screen reloads every 3 seconds.
+ * One deep scan (docs/interface.md: Resources "Deep scan"; Organization endpoints
+ * `GET .../deep-scans/{id}`, `.../findings`, `.../findings/{id}/decision`, `.../fix`): the scan's
+ * outcome (status, coverage and what it skipped, summary, error, risk, counts) and the triage of
+ * its findings, worst first, each with the proof behind it — the path from input to sink and, for
+ * HIGH and CRITICAL, whether a reproduction confirmed it. A finding is accepted, or rejected with a
+ * reason (which suppresses it in the repository's later scans); the accepted ones become one fix
+ * work item. While the scan is queued or running the screen reloads every 3 seconds.
  */
 import { type DeepScan, type DeepScanFinding, RejectionReason } from "@bosun/domain"
 import { type ReactNode, useEffect, useId, useState } from "react"

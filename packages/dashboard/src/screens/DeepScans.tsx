@@ -1,9 +1,9 @@
 /**
- * Deep scans (spec: Organization endpoints `GET`/`POST .../deep-scans`, Resources "Deep scan"): the
- * organization's whole-repository audits, newest first, and a form to launch one on a repository's
- * default branch. The API pages by size only (`page_size` up to 100, no cursor), so "Show more"
- * asks for a bigger first page. A launch answers with the new scan's id and the screen opens it,
- * where its progress and findings show.
+ * Deep scans (docs/interface.md: Organization endpoints `GET`/`POST .../deep-scans`,
+ * Resources "Deep scan"): the organization's whole-repository audits, newest first, and a form to
+ * launch one on a repository's default branch. The API pages by size only (`page_size` up to 100,
+ * no cursor), so "Show more" asks for a bigger first page. A launch answers with the new scan's id
+ * and the screen opens it, where its progress and findings show.
  */
 import { DEFAULT_DEEP_SCAN_PAGE_SIZE, MAX_PAGE_SIZE } from "@bosun/domain"
 import { useState } from "react"

@@ -1,5 +1,5 @@
 /**
- * Memories (spec: Organization endpoints `.../memories`, Resources "Memory"): the
+ * Memories (docs/interface.md: Organization endpoints `.../memories`, Resources "Memory"): the
  * conventions Bosun learned from feedback, grouped by lifecycle so the PROPOSED ones waiting for
  * an admin's decision come first. Each card shows where the memory came from (the feedback that
  * proposed it, with a link to the source comment) and what it did since (runs that carried it,

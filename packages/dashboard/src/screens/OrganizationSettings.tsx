@@ -1,5 +1,5 @@
 /**
- * Organization settings (spec: Organization endpoints `GET`/`PUT`/`DELETE .../configuration`):
+ * Organization settings (docs/interface.md: Organization endpoints `GET`/`PUT`/`DELETE .../configuration`):
  * the organization's own configuration, which every repository inherits unless it sets its own,
  * edited group by group against the model catalog of the organization's agent credentials and
  * the sandbox providers this instance is set up for; and the Getting started checklist until

@@ -1,9 +1,9 @@
 /**
- * Pull requests (spec: `GET .../pull-requests`): the organization's pull requests with
- * their review status and open/resolved findings, filtered by state and a search of title,
- * author and repository, paged by the API's cursors. The filters and the cursor live in the
- * query string, so a page can be bookmarked, reloaded and stepped back to. Each row links to the
- * pull request's runs.
+ * Pull requests (docs/interface.md: Organization endpoints `GET .../pull-requests`): the
+ * organization's pull requests with their review status and open/resolved findings, filtered by
+ * state and a search of title, author and repository, paged by the API's cursors. The filters and
+ * the cursor live in the query string, so a page can be bookmarked, reloaded and stepped back to.
+ * Each row links to the pull request's runs.
  */
 import { PullRequestState } from "@bosun/domain/PullRequest"
 import { useEffect, useState } from "react"

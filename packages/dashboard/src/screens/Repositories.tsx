@@ -1,6 +1,6 @@
 /**
- * Repositories (spec: Organization endpoints `GET`/`PATCH .../repositories`, Resources
- * "Repository"): every repository the GitHub App reaches in the organization, whether
+ * Repositories (docs/interface.md: Organization endpoints `GET`/`PATCH .../repositories`,
+ * Resources "Repository"): every repository the GitHub App reaches in the organization, whether
  * Bosun can still see it, its sandbox-readiness verdict and an Enable/Pause toggle for reviews.
  * BLOCKING readiness stops runs on a repository, so the screen says so in a banner above the list
  * instead of leaving it to a badge in one row. Each row links to the repository's configuration.

@@ -1,12 +1,12 @@
 /**
- * One repository (spec: Organization endpoints `GET`/`PATCH .../repositories/{id}`,
- * `GET`/`PUT .../configuration`, `.../context-suggestions`, `.../deep-scan-schedule`; Resources
- * "Repository configuration", "review_policy", "Context suggestion"): everything an
- * admin changes about one repository in one place. The configuration form edits exactly the six
- * fields `PUT .../configuration` takes and says, per configuration group, whether the value is
- * inherited (from Bosun's defaults or the organization) or overridden by this repository, because
- * a save turns the groups it writes into this repository's overrides. The other effective fields
- * are shown read-only. Context suggestions are decided here, and the recurring deep scan is set.
+ * One repository (docs/interface.md: Organization endpoints `GET`/`PATCH .../repositories/{id}`,
+ * `GET`/`PUT .../configuration`, `.../context-suggestions`, `.../deep-scan-schedule`;
+ * Resources "Repository configuration", "review_policy", "Context suggestion"): everything an admin
+ * changes about one repository in one place. The configuration form edits exactly the six fields
+ * `PUT .../configuration` takes and says, per configuration group, whether the value is inherited
+ * (from Bosun's defaults or the organization) or overridden by this repository, because a save
+ * turns the groups it writes into this repository's overrides. The other effective fields are shown
+ * read-only. Context suggestions are decided here, and the recurring deep scan is set.
  */
 import { BOSUN_CONFIG_FILE, type ContextSuggestion, type Repository, type RepositoryConfiguration } from "@bosun/domain"
 import { type ReactNode, useState } from "react"

@@ -1,9 +1,9 @@
 /**
- * One run (spec: `GET .../workflow-runs/{run_id}` and its event stream): status, phase, the
- * model and usage, errors, its attempts, and the live event log. The log follows the stream
- * (`api/runEvents.ts`) and sticks to the bottom while the reader is there; it renders the newest
- * lines and shows older ones as the reader scrolls up, so a run of thousands of events stays
- * responsive. The run's record (status, attempts, usage) is reloaded every 5 s until it ends.
+ * One run (docs/interface.md: Organization endpoints `GET .../workflow-runs/{run_id}`; Events 1):
+ * status, phase, the model and usage, errors, its attempts, and the live event log. The log follows
+ * the stream (`api/runEvents.ts`) and sticks to the bottom while the reader is there; it renders
+ * the newest lines and shows older ones as the reader scrolls up, so a run of thousands of events
+ * stays responsive. The run's record (status, attempts, usage) is reloaded every 5 s until it ends.
  */
 import type { WorkflowEvent } from "@bosun/domain"
 import { useEffect, useLayoutEffect, useRef, useState } from "react"

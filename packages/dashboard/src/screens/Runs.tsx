@@ -1,5 +1,5 @@
 /**
- * Workflow runs (spec: `GET .../workflow-runs?repository_id&pull_request_number&page_size`):
+ * Workflow runs (docs/interface.md: Organization endpoints `GET .../workflow-runs`):
  * newest first, optionally those of one pull request (the pull-request list links here with
  * both filters), each linking to its live detail.
  */

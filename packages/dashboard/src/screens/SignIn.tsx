@@ -1,7 +1,7 @@
 /**
- * Sign-in (spec: Authentication 1): GitHub's OAuth web flow through the organization's GitHub
- * App. Before offering the button it asks the login endpoint whether an App is configured at all
- * (503 `github_app_unconfigured`), so a first run shows what the operator must do instead of a
+ * Sign-in (docs/interface.md: Authentication 1): GitHub's OAuth web flow through the organization's
+ * GitHub App. Before offering the button it asks the login endpoint whether an App is configured at
+ * all (503 `github_app_unconfigured`), so a first run shows what the operator must do instead of a
  * button that fails. The probe follows no redirect: a configured App answers 302 to GitHub.
  */
 import { useEffect, useState } from "react"

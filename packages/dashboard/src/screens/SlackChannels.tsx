@@ -1,5 +1,5 @@
 /**
- * Slack channels (spec: Organization endpoints `GET .../slack/channels`, `PUT
+ * Slack channels (docs/interface.md: Organization endpoints `GET .../slack/channels`, `PUT
  * .../slack/channels/{id}/passive-listening`, Resources "Chat channel"): the channels Bosun's bot
  * is in and, per channel, whether it listens passively (reads messages that do not mention it).
  * With Slack not connected there are no channels to show, so the screen says to connect it first

@@ -1,7 +1,7 @@
 /**
- * One work item (spec: Organization endpoints `GET .../work-items/{id}`, `POST .../actions`;
- * Resources "Work item"): every field of the item, a link to the run working on it,
- * and one button per action its state allows (`available_actions`, which the API derives from
+ * One work item (docs/interface.md: Organization endpoints `GET .../work-items/{id}`,
+ * `POST .../actions`; Resources "Work item"): every field of the item, a link to the run working on
+ * it, and one button per action its state allows (`available_actions`, which the API derives from
  * the state machine in `WorkItem.ts`), so the screen never offers an action the API would refuse.
  * After an action the item is read again and its new state shown; while a run is active the
  * screen refreshes itself so the state keeps up with the run.

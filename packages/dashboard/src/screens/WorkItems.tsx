@@ -1,5 +1,5 @@
 /**
- * Work items (spec: Organization endpoints `GET .../work-items`, Resources "Work item"): what
+ * Work items (docs/interface.md: Organization endpoints `GET .../work-items`, Resources "Work item"): what
  * people asked Bosun to do from GitHub, Slack, Linear or the API, newest-updated first, with where
  * each stands (state, phase, what it waits for). The API answers the whole list, so the state
  * filter and the search run here. Each row links to the item, where its actions are.

@@ -1,14 +1,14 @@
 /**
- * The agent connection (spec: Organization endpoints; the path segment `opencode-connection` is
- * the spec's): read it (members), set one provider's API key or import an OpenCode `auth.json`
- * (ADMIN or SUPER_USER, else 403). The optional query parameter `repository_id` selects a
- * repository's override instead of the organization's connection, for reads and writes alike.
- * `GET .../opencode-connection/usage/{provider_id}` (not in the spec; members) answers what the
- * provider reports about the organization's key for it, through the organization's UsageCache:
- * 404 without a key for that provider or when the provider reports no usage, 502 when it fails.
- * `POST .../opencode-connection/test` (ADMIN) runs one minimal agent turn with the credentials and
- * model in force and records it; `GET` of the same path answers the last one (null before any).
- * `GET /organizations/{organization_id}/setup` (members) is the first-day checklist.
+ * The agent connection (docs/interface.md: Organization endpoints, which name the path segment
+ * `opencode-connection`): read it (members), set one provider's API key or import an OpenCode
+ * `auth.json` (ADMIN or SUPER_USER, else 403). The optional query parameter `repository_id` selects
+ * a repository's override instead of the organization's connection, for reads and writes alike.
+ * `GET .../opencode-connection/usage/{provider_id}` (an addition to the interface; members) answers
+ * what the provider reports about the organization's key for it, through the organization's
+ * UsageCache: 404 without a key for that provider or when the provider reports no usage, 502 when
+ * it fails. `POST .../opencode-connection/test` (ADMIN) runs one minimal agent turn with the
+ * credentials and model in force and records it; `GET` of the same path answers the last one (null
+ * before any). `GET /organizations/{organization_id}/setup` (members) is the first-day checklist.
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"

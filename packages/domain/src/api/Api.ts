@@ -48,7 +48,7 @@ export class BosunApi extends HttpApi.make("bosun")
   .middleware(RequestValidation) {}
 
 /**
- * What a runner-only process serves (README: Roles): the health endpoints its orchestrator probes,
+ * What a runner-only process serves (docs/operations.md: Roles): the health endpoints its orchestrator probes,
  * nothing else — API traffic goes to `api` or `all` processes.
  */
 export class RunnerApi extends HttpApi.make("bosun-runner").add(HealthApi) {}

@@ -1,12 +1,12 @@
 /**
  * Authentication middleware definitions (implementations live in the server).
  *
- * `SessionAuth` reads the `bosun_session` cookie (spec: Authentication 1): no cookie, or one that
- * names no live session, is 401; it provides the `CurrentUser`. A write (any method but GET and
- * HEAD) whose `Origin` is not the instance's base URL is 403 (CSRF); writes are JSON only.
+ * `SessionAuth` reads the `bosun_session` cookie (docs/interface.md: Authentication 1): no cookie,
+ * or one that names no live session, is 401; it provides the `CurrentUser`. A write (any method but
+ * GET and HEAD) whose `Origin` is not the instance's base URL is 403 (CSRF); writes are JSON only.
  *
  * `BootstrapAuth` guards the operator endpoints with `Authorization: Bearer <BOSUN_BOOTSTRAP_TOKEN>`
- * (spec: Authentication 2): a missing or wrong token is 401; an instance with no token
+ * (docs/interface.md: Authentication 2): a missing or wrong token is 401; an instance with no token
  * configured answers 503, since nobody could ever pass.
  */
 import { Context } from "effect"

@@ -1,5 +1,5 @@
 /**
- * Signing in with GitHub (spec: Authentication 9, "not shown"): the OAuth web flow of
+ * Signing in with GitHub (docs/interface.md: Authentication 9): the OAuth web flow of
  * the organization's GitHub App. `login` redirects to GitHub with a `state` also kept in a
  * short-lived cookie; `callback` checks that both match, exchanges the code, records the user
  * and the organizations they reach through the App's installations, opens a session and

@@ -1,7 +1,7 @@
 /**
- * Slack channels of an organization (spec: Organization endpoints): `PUT
+ * Slack channels of an organization (docs/interface.md: Organization endpoints): `PUT
  * .../slack/channels/{channel_id}/passive-listening` turns passive listening on or off (ADMIN
- * or above); the list serves the dashboard. The path segment `slack` is the spec's.
+ * or above); the list serves the dashboard. The path segment `slack` is the one docs/interface.md names.
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"

@@ -1,8 +1,8 @@
 /**
- * Connected apps (spec: Organization endpoints; the path segment `composio` is the spec's):
- * `POST .../composio/connections` `{toolkit_slug}` enables a no-auth app or creates a hosted
- * connect link for the signed-in member. Any member may ask, since the connection is their own.
- * `GET .../composio/connections` lists the signed-in member's own connected apps in the
+ * Connected apps (docs/interface.md: Organization endpoints, which name the path segment
+ * `composio`): `POST .../composio/connections` `{toolkit_slug}` enables a no-auth app or creates a
+ * hosted connect link for the signed-in member. Any member may ask, since the connection is their
+ * own. `GET .../composio/connections` lists the signed-in member's own connected apps in the
  * organization, by toolkit slug.
  */
 import { Schema } from "effect"

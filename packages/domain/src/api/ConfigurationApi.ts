@@ -1,10 +1,10 @@
 /**
- * Configuration at two levels (spec: Organization endpoints; Resources "Repository
- * configuration"): `GET`/`PUT /organizations/{organization_id}/configuration` for the
- * organization's own settings, `GET`/`PUT .../repositories/{repository_id}/configuration` for a
- * repository's, and `DELETE .../configuration/{group}` at either level, which drops that level's
- * values of one group so it inherits again. Members read; ADMIN writes (204). Bodies are flat and
- * partial (`ConfigurationUpdate`); unknown fields are a 400.
+ * Configuration at two levels (docs/interface.md: Organization endpoints;
+ * Resources "Repository configuration"): `GET`/`PUT /organizations/{organization_id}/configuration`
+ * for the organization's own settings, `GET`/`PUT .../repositories/{repository_id}/configuration`
+ * for a repository's, and `DELETE .../configuration/{group}` at either level, which drops that
+ * level's values of one group so it inherits again. Members read; ADMIN writes (204). Bodies are
+ * flat and partial (`ConfigurationUpdate`); unknown fields are a 400.
  */
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"

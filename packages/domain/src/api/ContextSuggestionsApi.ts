@@ -1,6 +1,6 @@
 /**
- * Context suggestions of a repository (spec: Organization endpoints): the decision (ADMIN or
- * above), and the list and `GET .../context-suggestions/{suggestion_id}` for the
+ * Context suggestions of a repository (docs/interface.md: Organization endpoints): the decision
+ * (ADMIN or above), and the list and `GET .../context-suggestions/{suggestion_id}` for the
  * dashboard (members). A suggestion is found only under its own (primary) repository's path.
  */
 import { Schema } from "effect"

@@ -1,8 +1,9 @@
 /**
  * `GET /api/v1/organizations/{organization_id}/deep-scans?repository_id&page_size` and
- * `POST /api/v1/organizations/{organization_id}/deep-scans {repository_id}` (spec: Organization
- * endpoints). The list is newest first, `page_size` 1..100 (default 20). A launch answers 202
- * with the scan's id: the scan runs later, as a workflow run of type `deep_scan`.
+ * `POST /api/v1/organizations/{organization_id}/deep-scans {repository_id}`
+ * (docs/interface.md: Organization endpoints). The list is newest first, `page_size` 1..100
+ * (default 20). A launch answers 202 with the scan's id: the scan runs later, as a workflow run of
+ * type `deep_scan`.
  *
  * Triage: `GET .../deep-scans/{id}/findings` lists a scan's findings worst first, with
  * their verification and proof; `POST .../findings/{finding_id}/decision` accepts or rejects a

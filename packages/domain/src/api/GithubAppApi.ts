@@ -1,5 +1,6 @@
 /**
- * `PUT /api/v1/organizations/{organization_id}/github-app` (spec: Bootstrap-token endpoints).
+ * `PUT /api/v1/organizations/{organization_id}/github-app`
+ * (docs/interface.md: Bootstrap-token endpoints).
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"

@@ -1,7 +1,7 @@
 /**
- * Health endpoints at the root of the base URL, outside `/api/v1` (spec: Health endpoints).
- * `/healthz` says the process answers HTTP; `/readyz` runs behind the migration gate and pings
- * the database, answering 503 only when that fails.
+ * Health endpoints at the root of the base URL, outside `/api/v1`
+ * (docs/interface.md: Health endpoints). `/healthz` says the process answers HTTP; `/readyz` runs
+ * behind the migration gate and pings the database, answering 503 only when that fails.
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"

@@ -1,6 +1,7 @@
 /**
- * The caller's identity: `GET /api/v1/me` and `POST /api/v1/auth/logout` (spec: Authentication
- * 1, 9). Both need a session (`SessionAuth`); logout answers 204 and expires the cookie.
+ * The caller's identity: `GET /api/v1/me` and `POST /api/v1/auth/logout`
+ * (docs/interface.md: Authentication 1, 9). Both need a session (`SessionAuth`); logout answers 204
+ * and expires the cookie.
  */
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
 import { MeResponse } from "../Identity.ts"

@@ -2,10 +2,10 @@
  * Connecting an organization to Linear through endpoints Bosun defines: `PUT` sets it (ADMIN or
  * above, audited, secrets sealed), `GET` shows it without secrets, `DELETE` disconnects.
  *
- * `LinearWebhookApi` is the spec's `POST /linear/webhooks` (Webhook endpoint). Its signature is over
- * the exact body bytes, so the server handles it raw (no payload decoding, no session): the
- * payload schema here documents what Linear sends; the headers are checked by the handler, which
- * names a missing one in its 400.
+ * `LinearWebhookApi` is `POST /linear/webhooks` (docs/interface.md: Webhook endpoint). Its
+ * signature is over the exact body bytes, so the server handles it raw (no payload decoding, no
+ * session): the payload schema here documents what Linear sends; the headers are checked by the
+ * handler, which names a missing one in its 400.
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"

@@ -1,9 +1,9 @@
 /**
- * Memories of an organization (spec: Organization endpoints): `PATCH .../memories/{memory_id}`
- * `{enabled}` on an approved memory (ADMIN or above; 409 when not approved); the list and
- * `GET .../memories/{memory_id}` serve the dashboard, for members.
- * `POST .../memories/{memory_id}/decision {decision: approve|reject}` (ADMIN or above)
- * decides a PROPOSED memory once (409 `memory_already_decided` after).
+ * Memories of an organization (docs/interface.md: Organization endpoints):
+ * `PATCH .../memories/{memory_id}` `{enabled}` on an approved memory (ADMIN or above; 409 when not
+ * approved); the list and `GET .../memories/{memory_id}` serve the dashboard, for members. `POST
+ * .../memories/{memory_id}/decision {decision: approve|reject}` (ADMIN or above) decides a PROPOSED
+ * memory once (409 `memory_already_decided` after).
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"

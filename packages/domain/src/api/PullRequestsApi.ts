@@ -1,6 +1,6 @@
 /**
  * `GET /api/v1/organizations/{organization_id}/pull-requests?state&search&cursor&page_size`
- * (spec: Organization endpoints): `{data: [Pull-request list item], meta: {next_cursor,
+ * (docs/interface.md: Organization endpoints): `{data: [Pull-request list item], meta: {next_cursor,
  * previous_cursor}}`. Bad values of any parameter, an unknown cursor included, are 400.
  */
 import { Schema } from "effect"

@@ -1,7 +1,7 @@
 /**
- * Repositories of an organization (spec: Organization endpoints): `PATCH` enables or pauses
- * reviews (ADMIN or above); the list and single reads serve the dashboard. All behind the session
- * cookie; a repository of another organization is 404.
+ * Repositories of an organization (docs/interface.md: Organization endpoints): `PATCH` enables or
+ * pauses reviews (ADMIN or above); the list and single reads serve the dashboard. All behind the
+ * session cookie; a repository of another organization is 404.
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"

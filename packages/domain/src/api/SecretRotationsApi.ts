@@ -1,6 +1,6 @@
 /**
  * `POST /api/v1/instance/secret-rotations` and `GET /api/v1/instance/secret-rotations/{id}`
- * (spec: Bootstrap-token endpoints, Secret-rotation procedure 4-7).
+ * (docs/interface.md: Bootstrap-token endpoints, Secret-rotation procedure 4-7).
  *
  * POST answers 202 with the new run, or with the run already in progress when it is of the same
  * kind (dry or real): only one rotation runs at a time. A request of the other kind while one

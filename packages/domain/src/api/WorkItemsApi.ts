@@ -1,5 +1,5 @@
 /**
- * Work items of an organization (spec: Organization endpoints): `POST
+ * Work items of an organization (docs/interface.md: Organization endpoints): `POST
  * .../work-items/{work_item_id}/actions` `{action}` (members; 409 `action_not_available` unless
  * the item lists the action), plus the list and single reads for the dashboard.
  */

@@ -1,13 +1,13 @@
 /**
- * `GET /api/v1/organizations/{organization_id}/workflow-runs/{run_id}` (spec: Organization
- * endpoints): the run and its attempts; and
- * `GET .../workflow-runs?repository_id&pull_request_number&page_size` (for the dashboard): the runs
+ * `GET /api/v1/organizations/{organization_id}/workflow-runs/{run_id}`
+ * (docs/interface.md: Organization endpoints): the run and its attempts; and `GET
+ * .../workflow-runs?repository_id&pull_request_number&page_size` (for the dashboard): the runs
  * newest first, the filters combined, `page_size` 1..100 (default 25); and
- * `GET .../workflow-runs/{run_id}/events/stream` (spec: Events 1): the run's events as Server-Sent
- * Events — `id:` is the event's sequence number, `Last-Event-ID` (or `?after=`) resumes after it,
- * and after about 55 s the stream ends with `event: reconnect`. A client that does not ask for
- * `text/event-stream` and gives `?after=` gets the events after that sequence as JSON (the polling
- * fallback). All for members of the organization.
+ * `GET .../workflow-runs/{run_id}/events/stream` (docs/interface.md: Events 1): the run's events as
+ * Server-Sent Events — `id:` is the event's sequence number, `Last-Event-ID` (or `?after=`) resumes
+ * after it, and after about 55 s the stream ends with `event: reconnect`. A client that does not
+ * ask for `text/event-stream` and gives `?after=` gets the events after that sequence as JSON (the
+ * polling fallback). All for members of the organization.
  */
 import { Schema } from "effect"
 import { Sse } from "effect/encoding"

@@ -1,7 +1,7 @@
 /**
- * The agent runtime protocol (spec: Agent runtime protocol; Authentication 6; Events 2;
- * Versioning 2): the one narrow interface between the control plane and the place agent code
- * runs. The runtime (`packages/runtime`) serves it on port 8787; the control plane's runtime
+ * The agent runtime protocol (docs/interface.md: Agent runtime protocol; Authentication 6;
+ * Events 2; Versioning 2): the one narrow interface between the control plane and the place agent
+ * code runs. The runtime (`packages/runtime`) serves it on port 8787; the control plane's runtime
  * client speaks it to whichever sandbox provider hosts a runtime.
  *
  * - Every request but `GET /healthz` carries `Authorization: Bearer <token>` and
@@ -229,9 +229,9 @@ export const RuntimeHealth = Schema.Struct({
 export type RuntimeHealth = typeof RuntimeHealth.Type
 
 /**
- * `POST /v1/tools/agent-auth/fetch` (spec: the fallback agent OAuth from the runtime's egress):
- * when the control plane cannot reach an agent's sign-in host, it has the runtime make the one
- * request for it. Only origins in the runtime's allow-list are reached; redirects are returned,
+ * `POST /v1/tools/agent-auth/fetch` (docs/interface.md: Agent runtime protocol, the fallback agent
+ * OAuth): when the control plane cannot reach an agent's sign-in host, it has the runtime make the
+ * one request for it. Only origins in the runtime's allow-list are reached; redirects are returned,
  * not followed.
  */
 export const AgentAuthFetch = Schema.Struct({

@@ -22,10 +22,10 @@
  *   OpenCode makes no extra model call to name the session) and `--variant` for the reasoning
  *   effort (ignored by models without variants).
  *
- * `provider_credentials` (spec: shaped like OpenCode's `auth.json`), per provider id:
- * `{"type"?: "api" (default) | "oauth" | "wellknown", "key"?, "access"?, "refresh"?, "expires"?,
- *   "token"?, "accountId"?, "enterpriseUrl"?,` — the auth.json entry —
- * `"base_url"?: "https://host/v1", "npm"?: "@ai-sdk/openai-compatible", "name"?: string,
+ * `provider_credentials` (docs/interface.md: Resources "Agent connection", shaped like OpenCode's
+ * `auth.json`), per provider id: `{"type"?: "api" (default) | "oauth" | "wellknown", "key"?,
+ * "access"?, "refresh"?, "expires"?, "token"?, "accountId"?, "enterpriseUrl"?,` — the auth.json
+ * entry — `"base_url"?: "https://host/v1", "npm"?: "@ai-sdk/openai-compatible", "name"?: string,
  *   "headers"?: {string: string}, "models"?: ["id", ...] | {"id": {OpenCode model options}}}`.
  * The second group defines the provider in the config: needed for a provider OpenCode does not
  * know (then `npm` and `base_url`), optional for one it does. The requested model is always

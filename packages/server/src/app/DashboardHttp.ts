@@ -1,14 +1,14 @@
 /**
- * The dashboard under `/` (spec: What the service does 2): the built SPA of `packages/dashboard`
- * (`BOSUN_DASHBOARD_DIR`, default its `dist/`), same origin as the API so the session cookie needs
- * no CORS. Any GET that is not a file and asks for HTML gets `index.html`, so the app's own paths
- * (`/orgs/acme/runs/…`) load on reload; hashed files under `/assets/` are cached for a year,
- * `index.html` never. Under `/api/` nothing falls back to the app: an unknown API path stays the
- * 404 envelope, as does any path that is neither a file nor a page request. When the dashboard was
- * not built a page request says how to build it. Every response it answers carries
- * `DashboardPolicy.ts`'s security headers; the policy's hashes of `index.html`'s inline script come
- * from the file as it is on disk, re-read whenever its modification time or size changes, so a
- * rebuild under a running server never breaks the policy.
+ * The dashboard under `/` (docs/interface.md: What the service does 2): the built SPA of
+ * `packages/dashboard` (`BOSUN_DASHBOARD_DIR`, default its `dist/`), same origin as the API so the
+ * session cookie needs no CORS. Any GET that is not a file and asks for HTML gets `index.html`, so
+ * the app's own paths (`/orgs/acme/runs/…`) load on reload; hashed files under `/assets/` are
+ * cached for a year, `index.html` never. Under `/api/` nothing falls back to the app: an unknown
+ * API path stays the 404 envelope, as does any path that is neither a file nor a page request. When
+ * the dashboard was not built a page request says how to build it. Every response it answers
+ * carries `DashboardPolicy.ts`'s security headers; the policy's hashes of `index.html`'s inline
+ * script come from the file as it is on disk, re-read whenever its modification time or size
+ * changes, so a rebuild under a running server never breaks the policy.
  */
 import * as path from "node:path"
 import { ErrorCodes } from "@bosun/domain"

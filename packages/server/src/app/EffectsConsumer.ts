@@ -1,13 +1,13 @@
 /**
- * The one `bosun-effects` consumer (spec: What the service does 9, Events 4-5): every outbound
- * provider call decided outside a run's publish step arrives as an outbox row on this queue, and
- * its kind names the handler — GitHub (`outbound/github/GithubEffects.ts`), reviews a run decided
- * (`features/reviews/ReviewDelivery.ts`), Slack (`outbound/slack/SlackEffects.ts`), Linear
- * (`outbound/linear/LinearEffects.ts`). Each handler makes its call once (`EffectOnce`). A failed call fails
- * the message, which the queue retries and after five deliveries moves to `bosun-effects-dlq` with
- * the provider's error, for `bosun queues dead-letters list|replay`; every failed call counts in
- * `bosun_outbound_effect_failures_total`. A row of a kind with no handler fails the same way rather
- * than being marked done unread.
+ * The one `bosun-effects` consumer (docs/interface.md: What the service does 9, Events 4-5): every
+ * outbound provider call decided outside a run's publish step arrives as an outbox row on this
+ * queue, and its kind names the handler — GitHub (`outbound/github/GithubEffects.ts`), reviews a
+ * run decided (`features/reviews/ReviewDelivery.ts`), Slack (`outbound/slack/SlackEffects.ts`),
+ * Linear (`outbound/linear/LinearEffects.ts`). Each handler makes its call once (`EffectOnce`). A
+ * failed call fails the message, which the queue retries and after five deliveries moves to
+ * `bosun-effects-dlq` with the provider's error, for `bosun queues dead-letters list|replay`; every
+ * failed call counts in `bosun_outbound_effect_failures_total`. A row of a kind with no handler
+ * fails the same way rather than being marked done unread.
  */
 import { Cause, Effect, Layer, Metric } from "effect"
 import { makeReviewDelivery } from "../features/reviews/ReviewDelivery.ts"

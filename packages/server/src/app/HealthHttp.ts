@@ -1,5 +1,5 @@
 /**
- * `/healthz` and `/readyz` (spec: Health endpoints; Errors 4). Readiness waits behind the same
+ * `/healthz` and `/readyz` (docs/interface.md: Health endpoints; Errors 4). Readiness waits behind the same
  * migration gate as `/api/*`, then pings the database; it answers 503 only when one of those fails.
  * Every role serves them: the whole API (`HealthHttp`) and a runner-only process (`RunnerHealthHttp`).
  */

@@ -1,6 +1,6 @@
 /**
  * The HTTP application: the `BosunApi` routes with their handlers, the validation middleware, and
- * the request pipeline in front of everything, served with the router limits the spec needs.
+ * the request pipeline in front of everything, served with the router limits path ids need.
  *
  * `serve` takes the route layer as an argument so integration tests can add routes of their own
  * (a route that dies, a group with path parameters) to exactly the stack production serves.
@@ -69,18 +69,18 @@ const BosunApiRoutes = HttpApiBuilder.layer(BosunApi, { openapiPath: "/api/v1/op
 )
 
 /**
- * Every route: the `BosunApi` contract's; GitHub's webhook, which the spec does not list and
- * so is a plain router route (it verifies its signature over the raw body, as the Linear
+ * Every route: the `BosunApi` contract's; GitHub's webhook, which docs/interface.md does not
+ * list and so is a plain router route (it verifies its signature over the raw body, as the Linear
  * webhook's raw handler does); and the dashboard, on every other GET.
  */
 export const ApiRoutes = Layer.mergeAll(BosunApiRoutes, GithubWebhooksRoute, DashboardRoute)
 
-/** A runner-only process's routes (README: Roles): the health endpoints and nothing else. */
+/** A runner-only process's routes (docs/operations.md: Roles): the health endpoints and nothing else. */
 export const RunnerRoutes = HttpApiBuilder.layer(RunnerApi).pipe(Layer.provide(RunnerHealthHttp))
 
 /**
- * The router. Path parameters may be up to 1024 characters at the router so that the spec's
- * 1..128 rule is Schema's to enforce (a 400, not a router 404).
+ * The router. Path parameters may be up to 1024 characters at the router so that the 1..128
+ * rule (docs/interface.md: Endpoints) is Schema's to enforce (a 400, not a router 404).
  */
 const RouterLive = HttpRouter.layer.pipe(
   Layer.provide(Layer.succeed(HttpRouter.RouterConfig)({ maxParamLength: 1024 }))

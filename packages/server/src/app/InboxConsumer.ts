@@ -1,9 +1,9 @@
 /**
- * The one `bosun-inbox` consumer (spec: What the service does 6, Events 3-5): every source's
- * deliveries arrive on the same queue as outbox wake-ups, and each row's kind names the handler
- * (GitHub: `inbound/github/GithubInbox.ts`, Linear: `inbound/linear/LinearInbox.ts`, Slack: `inbound/slack/SlackInbox.ts`). A row of a kind with no
- * handler fails its message, which the queue retries and finally dead-letters for an operator,
- * rather than being marked done unread.
+ * The one `bosun-inbox` consumer (docs/interface.md: What the service does 6, Events 3-5): every
+ * source's deliveries arrive on the same queue as outbox wake-ups, and each row's kind names the
+ * handler (GitHub: `inbound/github/GithubInbox.ts`, Linear: `inbound/linear/LinearInbox.ts`, Slack:
+ * `inbound/slack/SlackInbox.ts`). A row of a kind with no handler fails its message, which the
+ * queue retries and finally dead-letters for an operator, rather than being marked done unread.
  */
 import { Effect, Layer } from "effect"
 import { makeGithubInboxHandler } from "../inbound/github/GithubInbox.ts"

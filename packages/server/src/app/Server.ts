@@ -1,5 +1,5 @@
 /**
- * The Bosun server process as one Layer, in the role its configuration names (README: Roles):
+ * The Bosun server process as one Layer, in the role its configuration names (docs/operations.md: Roles):
  * configuration, instance secrets, the agent runtime
  * (external, or the embedded one launched beside the server), the database (external or
  * embedded), the Migrator with its boot-time run, the storage roles (blob store, cache, queues,
@@ -216,7 +216,7 @@ const Announce = Layer.effectDiscard(
 const BackgroundWorkersLive = Layer.mergeAll(InboxConsumerLive, EffectsConsumerLive, DeepScanCronLive)
 
 /**
- * One role's server (README: Roles). `all` and `runner` run the consumers, the cron and the
+ * One role's server (docs/operations.md: Roles). `all` and `runner` run the consumers, the cron and the
  * secret-rotation worker; `api` runs none of them and joins the cluster as a client (its
  * `ClusterSettings.clientOnly`), so it hosts no entity and starts no singleton. A `runner` serves
  * only the health endpoints on its HTTP port.

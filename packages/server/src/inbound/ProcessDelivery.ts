@@ -1,11 +1,12 @@
 /**
- * How the Linear and Slack inbox handlers apply a delivery exactly once (spec: Events
- * 3-4): the wake-up names the delivery; it is locked, applied and marked processed (or ignored,
- * with why) in one transaction, so a redelivered wake-up or a crash in between applies nothing
- * twice. Deliveries about one subject are applied in arrival order, whatever order their wake-ups
- * are handled in: the transaction serializes on the subject and first applies the subject's
- * earlier deliveries still pending (their own wake-ups then find them processed). A database
- * failure fails the message, which the queue retries and finally dead-letters.
+ * How the Linear and Slack inbox handlers apply a delivery exactly once
+ * (docs/interface.md: Events 3-4): the wake-up names the delivery; it is locked, applied and marked
+ * processed (or ignored, with why) in one transaction, so a redelivered wake-up or a crash in
+ * between applies nothing twice. Deliveries about one subject are applied in arrival order,
+ * whatever order their wake-ups are handled in: the transaction serializes on the subject and first
+ * applies the subject's earlier deliveries still pending (their own wake-ups then find them
+ * processed). A database failure fails the message, which the queue retries and finally
+ * dead-letters.
  */
 import { Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"

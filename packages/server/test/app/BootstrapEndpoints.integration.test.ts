@@ -1,9 +1,9 @@
 /**
- * The operator endpoints behind the bootstrap token, over real HTTP and a real database (spec:
- * Bootstrap-token endpoints; Authentication 2, 5, 8; Errors): `PUT .../github-app` seals the App
- * credentials and returns only client_id, id and slug; the secret-rotation endpoints queue and
- * report runs, one at a time; a missing or wrong token is 401 and writes nothing; an instance
- * with no token configured answers 503.
+ * The operator endpoints behind the bootstrap token, over real HTTP and a real database
+ * (docs/interface.md: Bootstrap-token endpoints; Authentication 2, 5, 8; Errors):
+ * `PUT .../github-app` seals the App credentials and returns only client_id, id and slug; the
+ * secret-rotation endpoints queue and report runs, one at a time; a missing or wrong token is 401
+ * and writes nothing; an instance with no token configured answers 503.
  */
 import { generateKeyPairSync } from "node:crypto"
 import type { SecretRotationRun } from "@bosun/domain"

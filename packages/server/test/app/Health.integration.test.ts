@@ -1,5 +1,5 @@
 /**
- * Health endpoints (spec: Health endpoints; Errors 4): `/healthz` answers whenever the process
+ * Health endpoints (docs/interface.md: Health endpoints; Errors 4): `/healthz` answers whenever the process
  * answers HTTP; `/readyz` is 200 after migrations and a `SELECT 1`, 503 only when that fails.
  */
 import { dropDatabase, eventually, TestDatabase } from "@bosun/testing"

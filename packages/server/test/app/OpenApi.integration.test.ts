@@ -1,14 +1,14 @@
 /**
  * The OpenAPI document at `/api/v1/openapi.json` (served, generated from the `HttpApi`)
- * against the spec's endpoint tables: every endpoint the spec lists for this server is in it,
- * with the spec's method and path, under the `/api/v1` base path (the health endpoints at the
+ * against the endpoint tables of docs/interface.md: every endpoint listed there for this server is
+ * in it, with its method and path, under the `/api/v1` base path (the health endpoints at the
  * root). The agent runtime's endpoints are the runtime's, on its own port, and not listed here.
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { layerTestServer, request } from "../support/TestServer.ts"
 
-/** The spec's tables, as written there (Endpoints: organization, bootstrap-token, webhook, health). */
+/** The endpoint tables of docs/interface.md, as written there (organization, bootstrap-token, webhook). */
 const SPEC_ENDPOINTS = [
   ["PATCH", "/organizations/{organization_id}/memories/{memory_id}"],
   ["POST", "/organizations/{organization_id}/work-items/{work_item_id}/actions"],

@@ -1,7 +1,8 @@
 /**
- * The `bosun` operator command as a process (README: Operator CLI; spec: Secret-rotation
- * procedure 4-7): `keys generate`, `secrets rotate` with and without `--dry-run`, and
- * `secrets status`, on the same database and configuration the server uses.
+ * The `bosun` operator command as a process (docs/operations.md: The operator CLI;
+ * docs/interface.md: Secret-rotation procedure 4-7): `keys generate`, `secrets rotate` with and
+ * without `--dry-run`, and `secrets status`, on the same database and configuration the server
+ * uses.
  */
 import { execFile } from "node:child_process"
 import { randomBytes } from "node:crypto"

@@ -1,9 +1,9 @@
 /**
- * AgentDeviceAuth (spec: Coordinators; What the service does 7, 10) on the production cluster
- * runner (`layerTestCluster`: SQL message storage in a fresh Postgres, socket transport) with the
- * server's `device_authorizations` adapter, against the fake OAuth device authorization server
- * over real HTTP: the device-code flow to AUTHORIZED with the row mirrored and the tokens sealed,
- * RFC 8628's answers (slow_down, access_denied, expired_token, failures while polling), the
+ * AgentDeviceAuth (docs/interface.md: Coordinators; What the service does 7, 10) on the production
+ * cluster runner (`layerTestCluster`: SQL message storage in a fresh Postgres, socket transport)
+ * with the server's `device_authorizations` adapter, against the fake OAuth device authorization
+ * server over real HTTP: the device-code flow to AUTHORIZED with the row mirrored and the tokens
+ * sealed, RFC 8628's answers (slow_down, access_denied, expired_token, failures while polling), the
  * serialized refresh with rotating refresh tokens, REAUTH_REQUIRED on invalid_grant, the polling
  * alarm surviving a stop of the runner, and no secret in any log line.
  */

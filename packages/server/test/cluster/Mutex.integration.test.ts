@@ -1,8 +1,8 @@
 /**
- * The Mutex coordinator (spec: What the service does 8, Coordinators, Mutex) on the production
- * cluster runner over a fresh Postgres: mutual exclusion and FIFO hand-over, leases that lapse
- * when their holder stops renewing, fences that keep growing, stale tokens refused on renew and
- * harmless on release, `withMutex` releasing on failure and interruption and renewing while its
+ * The Mutex coordinator (docs/interface.md: What the service does 8, Coordinators, Mutex) on the
+ * production cluster runner over a fresh Postgres: mutual exclusion and FIFO hand-over, leases that
+ * lapse when their holder stops renewing, fences that keep growing, stale tokens refused on renew
+ * and harmless on release, `withMutex` releasing on failure and interruption and renewing while its
  * effect runs, the busy error, and the database as the source of truth for a lease granted
  * elsewhere. Orderings are proven with the holders' own records and the database's timestamps.
  */

@@ -1,7 +1,7 @@
 /**
- * The UsageCache coordinator (spec: What the service does 8, Coordinators, UsageCache) on the
- * production cluster runner: single-flight lookups (50 concurrent lookups, one provider call),
- * the TTL (shortened to 1.5 s here), failures shared by a flight and never cached, token
+ * The UsageCache coordinator (docs/interface.md: What the service does 8, Coordinators, UsageCache)
+ * on the production cluster runner: single-flight lookups (50 concurrent lookups, one provider
+ * call), the TTL (shortened to 1.5 s here), failures shared by a flight and never cached, token
  * refreshes serialized and joined per organization and dropping the cached usage, and one cache
  * per organization. The provider is the test's counting `UsageSource`, gated by Deferreds; the
  * callers are known to have joined a flight (the cache's outcome counters) before its gate opens.

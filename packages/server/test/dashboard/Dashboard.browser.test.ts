@@ -1,5 +1,5 @@
 /**
- * The dashboard in a real browser (spec: What the service does 2): Debian's Chromium
+ * The dashboard in a real browser (docs/interface.md: What the service does 2): Debian's Chromium
  * driven by playwright-core against a real Bosun (the test server, its database seeded through
  * the repositories) serving the dashboard Vite built for this run. Signing in is the session
  * cookie the operator CLI mints. Each test leaves a screenshot in `.artifacts/dashboard/`.

@@ -1,5 +1,5 @@
 /**
- * The dashboard's remaining screens in a real browser (spec: What the service does 2),
+ * The dashboard's remaining screens in a real browser (docs/interface.md: What the service does 2),
  * beside `Dashboard.browser.test.ts`, which covers the first screen, a run's live log, the
  * configuration form, memories, work items and launching a deep scan. Here each test drives one
  * screen in Debian's Chromium against a real Bosun (the test server, its database seeded through

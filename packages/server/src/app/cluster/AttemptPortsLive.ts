@@ -31,7 +31,7 @@ import { Migrator } from "../../platform/db/Migrator.ts"
 import { AgentRuntime } from "../../platform/runtime/AgentRuntime.ts"
 import { BlobStore } from "../../platform/storage/BlobStore.ts"
 
-/** Spec: What the service does 4 — `runs/{run}/{attempt}/request.enc`. */
+/** `runs/{run}/{attempt}/request.enc` (docs/interface.md: What the service does 4). */
 export const requestKeyOf = (runId: string, attempt: number) => `runs/${runId}/${attempt}/request.enc`
 
 const placeOf = (attemptId: string, key: string) => ({ table: "blob", column: key, rowId: attemptId })
@@ -86,9 +86,10 @@ export const SealedRequestsLive = Layer.effect(
 )
 
 /**
- * Spec: the blob store keeps run artifacts, diffs and outputs — `runs/{run}/outputs/{path}`, with
- * `runs/{run}/outputs.json` (the attempt, the runtime's result, which files exist) written last.
- * Outputs are the repository's own content and the agent's text, not secrets: kept unsealed.
+ * The blob store keeps run artifacts, diffs and outputs (docs/interface.md: What the service
+ * does 4) — `runs/{run}/outputs/{path}`, with `runs/{run}/outputs.json` (the attempt, the runtime's
+ * result, which files exist) written last. Outputs are the repository's own content and the agent's
+ * text, not secrets: kept unsealed.
  */
 export const outputKeyOf = (runId: string, path: string) => `runs/${runId}/outputs/${path}`
 const manifestKeyOf = (runId: string) => `runs/${runId}/outputs.json`

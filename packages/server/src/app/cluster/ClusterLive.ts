@@ -1,5 +1,5 @@
 /**
- * This server process as a cluster runner (DESIGN: Actors and workflows): Bosun's entities and
+ * This server process as a cluster runner (docs/interface.md: Design rules): Bosun's entities and
  * workflows from `@bosun/actors` over this instance's Postgres, with the server's ports — sealed
  * requests in the blob store, the sandbox providers, the Migrator's gate, the providers' usage — and the workflow types
  * given (production: `WorkflowTypesLive`). Needs a SqlClient, Secrets, the BlobStore, the Migrator

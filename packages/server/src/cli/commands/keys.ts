@@ -1,6 +1,6 @@
 /**
  * `bosun keys generate`: a new master key, 32 random bytes in base64, for `BOSUN_MASTER_KEY`
- * (spec: Secret-rotation procedure 1). It reads no configuration and touches no database.
+ * (docs/interface.md: Secret-rotation procedure 1). It reads no configuration and touches no database.
  */
 import { randomBytes } from "node:crypto"
 import { Console } from "effect"

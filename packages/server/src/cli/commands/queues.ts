@@ -1,8 +1,8 @@
 /**
  * `bosun queues dead-letters list [--queue Q] [--limit N]` and `bosun queues dead-letters replay
  * --queue Q [--id ID ...]` (an effect that failed five deliveries is visible to the operator CLI
- * and replayable; spec: Events 5). A dead letter of an outbox wake-up shows the row's kind
- * (`slack.message`, `github.pr_comment`...) and the last error its handler failed with — the
+ * and replayable; docs/interface.md: Events 5). A dead letter of an outbox wake-up shows the row's
+ * kind (`slack.message`, `github.pr_comment`...) and the last error its handler failed with — the
  * provider's error, never a secret. Replay moves the dead letters back to their queue with a fresh
  * delivery count; their handlers still make each effect once, so replaying one that meanwhile
  * succeeded does nothing twice.

@@ -1,10 +1,10 @@
 /**
- * `bosun secrets rotate [--dry-run] [--batch-size N]` and `bosun secrets status ID` (spec:
- * Secret-rotation procedure 4-7). They use the server's own services on the same database, so a
- * rotation started here is the same run the HTTP endpoints report; this process also works on it
- * (a running server may take part), and `rotate` polls it to the end, drawing its progress.
- * `rotate` prints the final report as JSON on stdout and exits 0 only when it SUCCEEDED. A run it
- * queues is audit evidence, as one queued over HTTP is.
+ * `bosun secrets rotate [--dry-run] [--batch-size N]` and `bosun secrets status ID`
+ * (docs/interface.md: Secret-rotation procedure 4-7). They use the server's own services on the
+ * same database, so a rotation started here is the same run the HTTP endpoints report; this process
+ * also works on it (a running server may take part), and `rotate` polls it to the end, drawing its
+ * progress. `rotate` prints the final report as JSON on stdout and exits 0 only when it SUCCEEDED.
+ * A run it queues is audit evidence, as one queued over HTTP is.
  */
 import { BatchSize, DEFAULT_BATCH_SIZE, type SecretRotationRun } from "@bosun/domain"
 import { Console, Duration, Effect, Option } from "effect"

@@ -59,7 +59,7 @@ export const checkConfiguration: Effect.Effect<{
             CONFIGURATION,
             new CheckFailed({
               message: describeStartupFailure(exit.cause),
-              fix: "correct the variable it names (README: Configuration lists each one and what it expects)"
+              fix: "correct the variable it names (docs/configuration-reference.md lists each one and what it expects)"
             })
           ),
           setup: Option.none()

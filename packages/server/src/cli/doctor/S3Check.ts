@@ -58,7 +58,7 @@ const explain = (settings: S3Settings, where: string, step: string) => (cause: u
   }
   return new CheckFailed({
     message: `${bucket}: ${step} of the probe object failed: ${name ?? describeCause(cause)}${status ? ` (HTTP ${status})` : ""}`,
-    fix: "check the S3 settings (README: Configuration) and the storage service's status"
+    fix: "check the S3 settings (docs/configuration-reference.md) and the storage service's status"
   })
 }
 

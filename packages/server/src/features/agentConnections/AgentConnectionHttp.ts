@@ -1,5 +1,5 @@
 /**
- * The agent connection endpoints (spec: Organization endpoints `opencode-connection`;
+ * The agent connection endpoints (docs/interface.md: Organization endpoints `opencode-connection`;
  * Authentication 3, 7). Writes need ADMIN or SUPER_USER and are audited with the credential's
  * fingerprint (never its value); the optional `repository_id` query parameter selects the
  * repository's override, which leaves the organization's credentials untouched. An import keeps

@@ -1,13 +1,13 @@
 /**
- * Agent connections and their catalog discoveries (spec: Resources "Agent connection";
- * Authentication 3, 7). The credentials of a scope (the organization, or one repository's
- * override) are one sealed JSON object, provider id -> credential, bound to its row; a write
- * opens it, changes it, seals it again, raises the version and queues a discovery, all in the
- * caller's transaction under a row lock. Reads return fingerprints and versions, never plaintext;
- * only the catalog_discovery workflow opens the credentials (`credentials`), to hand them to the
- * agent CLI in its sandbox. Every query filters by the organization. A fingerprint is a random
- * label of one written version, not derived from the credentials: it cannot confirm a guessed key,
- * and master-key rotation has nothing to re-derive.
+ * Agent connections and their catalog discoveries (docs/interface.md: Resources "Agent connection";
+ * Authentication 3, 7). The credentials of a scope (the organization, or one repository's override)
+ * are one sealed JSON object, provider id -> credential, bound to its row; a write opens it,
+ * changes it, seals it again, raises the version and queues a discovery, all in the caller's
+ * transaction under a row lock. Reads return fingerprints and versions, never plaintext; only the
+ * catalog_discovery workflow opens the credentials (`credentials`), to hand them to the agent CLI
+ * in its sandbox. Every query filters by the organization. A fingerprint is a random label of one
+ * written version, not derived from the credentials: it cannot confirm a guessed key, and
+ * master-key rotation has nothing to re-derive.
  *
  * A discovery is a row plus a run of workflow_type catalog_discovery (one per scope at a time:
  * the runs of a scope share a session key, so they run in order). The row records QUEUED at

@@ -1,7 +1,7 @@
 /**
- * The catalog_discovery workflow type (spec: Resources "Agent connection", `catalog` and
- * its discovery record): when an agent connection's credentials change, a run asks the agent CLI
- * the scope is configured with, in a sandbox of the configured provider, which providers and
+ * The catalog_discovery workflow type (docs/interface.md: Resources "Agent connection", `catalog`
+ * and its discovery record): when an agent connection's credentials change, a run asks the agent
+ * CLI the scope is configured with, in a sandbox of the configured provider, which providers and
  * models it offers with those credentials (the runtime's CATALOG task), and records the catalog.
  *
  * - prepare: the discovery's scope must still have credentials; the request carries them

@@ -1,8 +1,9 @@
 /**
- * Configuration at the organization and the repository level (spec: Organization endpoints).
- * Reading needs membership; writing and resetting a group need ADMIN and answer 204; the write
- * itself (its checks, audit and rediscovery) is the `ConfigurationWriter`'s. A repository of
- * another organization is 404. A discovery a write queued wakes the Scheduler after the commit.
+ * Configuration at the organization and the repository level
+ * (docs/interface.md: Organization endpoints). Reading needs membership; writing and resetting a
+ * group need ADMIN and answer 204; the write itself (its checks, audit and rediscovery) is the
+ * `ConfigurationWriter`'s. A repository of another organization is 404. A discovery a write queued
+ * wakes the Scheduler after the commit.
  */
 import { wakeScheduler } from "@bosun/actors/scheduler/SchedulerEntity"
 import {

@@ -1,10 +1,11 @@
 /**
  * Configuration groups, their MCP secrets, the repository's `.bosun.yaml` as last read, and
- * sandbox-readiness findings (spec: Resources "Repository configuration"; Trust boundaries 3;
- * Errors 6). A level (the organization, or one repository) stores only the fields it sets, so
- * `effective` overlays Bosun's defaults, the organization's fields, the repository's and the
- * file's, field by field. Writes run in the caller's transaction under a row lock; checks that
- * need the catalog live in the configuration service. Every query filters by the organization.
+ * sandbox-readiness findings (docs/interface.md: Resources "Repository configuration";
+ * Trust boundaries 3; Errors 6). A level (the organization, or one repository) stores only the
+ * fields it sets, so `effective` overlays Bosun's defaults, the organization's fields, the
+ * repository's and the file's, field by field. Writes run in the caller's transaction under a row
+ * lock; checks that need the catalog live in the configuration service. Every query filters by the
+ * organization.
  */
 import {
   AGENT_ONE_ON_PLATFORM_CONTAINER,

@@ -1,6 +1,6 @@
 /**
  * The server's side of `@bosun/actors/auth/DeviceAuthorizations`: the `device_authorizations` row
- * of each AgentDeviceAuth entity (spec: Coordinators, AgentDeviceAuth; What the service does 7).
+ * of each AgentDeviceAuth entity (docs/interface.md: Coordinators, AgentDeviceAuth; What the service does 7).
  * The device code and the tokens are sealed with the instance master key, each bound to its
  * column and row (the entity id), so an envelope copied to another row or column does not open;
  * rotation finds them through `SealedColumns`. Nothing read from here carries plaintext except

@@ -1,7 +1,7 @@
 /**
- * The provider side of the UsageCache in production (spec: Coordinators, UsageCache; the
- * `UsageSource` port of `@bosun/actors`): what a provider reports about the organization's own key
- * for it, read with that key from the organization's agent connection.
+ * The provider side of the UsageCache in production (docs/interface.md: Coordinators, UsageCache;
+ * the `UsageSource` port of `@bosun/actors`): what a provider reports about the organization's own
+ * key for it, read with that key from the organization's agent connection.
  *
  * Providers with a usage endpoint a key-holder may call:
  * - `openrouter`: `GET {BOSUN_OPENROUTER_API_URL}/key` (OpenRouter's documented "current API key"

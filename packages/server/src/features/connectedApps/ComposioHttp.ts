@@ -1,11 +1,11 @@
 /**
  * `GET .../composio/connections`: the signed-in member's own connected apps in the
  * organization, by toolkit slug, without links or Composio ids.
- * `POST .../composio/connections` `{toolkit_slug}` (spec: Organization endpoints; Resources
- * "Connected-app connection result"). Any member may connect an app for themselves: a toolkit
- * that needs no authentication answers ACTIVE with no link; any other a Composio hosted connect
- * link (AUTHORIZATION_REQUIRED) that brings the member back to `BOSUN_BASE_URL`. Composio is
- * asked first and the outcome recorded after, with its audit event, so a failed request writes
+ * `POST .../composio/connections` `{toolkit_slug}` (docs/interface.md: Organization endpoints;
+ * Resources "Connected-app connection result"). Any member may connect an app for themselves: a
+ * toolkit that needs no authentication answers ACTIVE with no link; any other a Composio hosted
+ * connect link (AUTHORIZATION_REQUIRED) that brings the member back to `BOSUN_BASE_URL`. Composio
+ * is asked first and the outcome recorded after, with its audit event, so a failed request writes
  * nothing. `toHttp` is the one place Composio's failures become HTTP answers.
  */
 import {

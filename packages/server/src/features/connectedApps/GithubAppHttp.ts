@@ -1,8 +1,8 @@
 /**
- * `PUT /api/v1/organizations/{organization_id}/github-app` (spec: Bootstrap-token endpoints,
- * Authentication 5): stores the organization's GitHub App, creating the organization when it
- * does not exist. The credentials are sealed before they reach the database and the response
- * carries only client_id, id and slug.
+ * `PUT /api/v1/organizations/{organization_id}/github-app`
+ * (docs/interface.md: Bootstrap-token endpoints, Authentication 5): stores the organization's
+ * GitHub App, creating the organization when it does not exist. The credentials are sealed before
+ * they reach the database and the response carries only client_id, id and slug.
  */
 import { createPrivateKey } from "node:crypto"
 import { BadRequest, BosunApi, ErrorCodes } from "@bosun/domain"

@@ -1,5 +1,5 @@
 /**
- * `GET/PUT/DELETE .../linear-connection` (an endpoint Bosun defines; README "Linear"). Connecting
+ * `GET/PUT/DELETE .../linear-connection` (an endpoint Bosun defines; docs/connect-linear.md). Connecting
  * proves the workspace is the caller's: Linear is asked which workspace the access token belongs to
  * (`organization { id }`), as Slack's connection asks `auth.test`. A token Linear refuses is a 400
  * `linear_token_invalid`; a token of another workspace than `linear_organization_id` a 400

@@ -1,5 +1,5 @@
 /**
- * `GET/PUT/DELETE .../slack-connection` (an endpoint Bosun defines; README "Slack"). Connecting
+ * `GET/PUT/DELETE .../slack-connection` (an endpoint Bosun defines; docs/connect-slack.md). Connecting
  * asks Slack who the bot token is (`auth.test`): a token Slack refuses is a 400
  * `slack_token_invalid` and nothing is stored; Slack unreachable is a 502. The workspace and bot
  * user come from Slack's answer, so they cannot be mistyped. Connecting and disconnecting need

@@ -1,6 +1,6 @@
 /**
- * Context suggestions of a repository (spec: Organization endpoints): the list and `GET
- * .../context-suggestions/{suggestion_id}` for members, `POST .../decision` for ADMINs
+ * Context suggestions of a repository (docs/interface.md: Organization endpoints): the list and
+ * `GET .../context-suggestions/{suggestion_id}` for members, `POST .../decision` for ADMINs
  * (audited; 409 `suggestion_already_decided` the second time). A suggestion is reached only under
  * its primary repository's path: under any other it is 404, as a missing one.
  */

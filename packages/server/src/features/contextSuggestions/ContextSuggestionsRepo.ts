@@ -1,7 +1,7 @@
 /**
- * Context suggestions of a repository (spec: Resources "Context suggestion"). `decide` locks the
- * row, so a suggestion is decided once; approving adds the secondary repository to the primary's
- * configuration in the same transaction. Every query filters by organization and primary
+ * Context suggestions of a repository (docs/interface.md: Resources "Context suggestion"). `decide`
+ * locks the row, so a suggestion is decided once; approving adds the secondary repository to the
+ * primary's configuration in the same transaction. Every query filters by organization and primary
  * repository.
  */
 import type { ContextSuggestion } from "@bosun/domain"

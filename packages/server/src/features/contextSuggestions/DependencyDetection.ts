@@ -1,9 +1,9 @@
 /**
  * How Bosun notices, while reviewing a pull request, that its repository depends on another
- * repository (spec: Resources "Context suggestion"). Pure: the review's publish step gathers the
- * inputs (the primary's manifests at the head, the added lines of the changed files, the sibling
- * repositories of the installation with the npm package each publishes) and records what this
- * finds.
+ * repository (docs/interface.md: Resources "Context suggestion"). Pure: the review's publish step
+ * gathers the inputs (the primary's manifests at the head, the added lines of the changed files,
+ * the sibling repositories of the installation with the npm package each publishes) and records
+ * what this finds.
  *
  * Sources, strongest first (one suggestion per secondary repository, with the first reason):
  * - `package_dependency`: package.json depends on a package a sibling publishes (its package.json

@@ -1,7 +1,7 @@
 /**
- * The run of a deep scan (spec: Deep scan resource, egress tier DEEP_SCAN): a `deep_scan`
- * RunAttemptWorkflow on the AGENT lane, queued with the scan, one at a time per repository (session
- * `deep-scan:{repository}`).
+ * The run of a deep scan (docs/interface.md: Resources "Deep scan", egress tier DEEP_SCAN): a
+ * `deep_scan` RunAttemptWorkflow on the AGENT lane, queued with the scan, one at a time per
+ * repository (session `deep-scan:{repository}`).
  *
  * - prepare: a checkout of the default branch at the scan's pinned head SHA, the audit
  *   instructions and the output contract (`DeepScanOutput`), the repository's suppressions (so

@@ -1,9 +1,9 @@
 /**
- * `GET .../deep-scans`, `GET .../deep-scans/{deep_scan_id}` and `POST .../deep-scans` (spec:
- * Organization endpoints). Any member may list and launch. A launch asks GitHub, as
- * the organization's App, for the head of the repository's default branch and pins the scan to
- * it; a second launch at the same head while the first has not finished answers the first's id
- * rather than paying for the same audit twice. Launches are audited.
+ * `GET .../deep-scans`, `GET .../deep-scans/{deep_scan_id}` and `POST .../deep-scans`
+ * (docs/interface.md: Organization endpoints). Any member may list and launch. A launch asks
+ * GitHub, as the organization's App, for the head of the repository's default branch and pins the
+ * scan to it; a second launch at the same head while the first has not finished answers the first's
+ * id rather than paying for the same audit twice. Launches are audited.
  *
  * Findings: any member may list them and decide a pending one; a decision is audited
  * (`deep_scan.finding.accept` / `.reject`, with the reason code) and answered with the finding.

@@ -1,9 +1,9 @@
 /**
- * Deep scans (spec: Resources "Deep scan"). A scan, its workflow run (type `deep_scan`, status
- * QUEUED, AGENT lane) and the run's job are written in one transaction, so none exists without
- * the others; the repository's scans share the session `deep-scan:{repository}`, so they run one
- * at a time, in order. Reads join the run for the status, timing, model and error, and the
- * repository for its name. Every query filters by organization.
+ * Deep scans (docs/interface.md: Resources "Deep scan"). A scan, its workflow run (type
+ * `deep_scan`, status QUEUED, AGENT lane) and the run's job are written in one transaction, so none
+ * exists without the others; the repository's scans share the session `deep-scan:{repository}`, so
+ * they run one at a time, in order. Reads join the run for the status, timing, model and error, and
+ * the repository for its name. Every query filters by organization.
  */
 import { enqueueRun } from "@bosun/actors/jobs/RunQueue"
 import type { DeepScan } from "@bosun/domain"

@@ -1,5 +1,5 @@
 /**
- * Sign-in with the GitHub App's OAuth web flow (spec: Authentication 1, 5, 9).
+ * Sign-in with the GitHub App's OAuth web flow (docs/interface.md: Authentication 1, 5, 9).
  *
  * - `GET /api/v1/auth/github/login[?organization_id=]` picks the App (the organization's, or
  *   the only one configured), and redirects to GitHub with a random `state` that is also kept,

@@ -1,7 +1,8 @@
 /**
- * The operator bearer token in front of the bootstrap endpoints (spec: Authentication 2). The
- * token is compared as a SHA-256 digest with `timingSafeEqual`, so neither its contents nor its
- * length leak through timing. With no token configured nobody can pass: 503, saying why.
+ * The operator bearer token in front of the bootstrap endpoints
+ * (docs/interface.md: Authentication 2). The token is compared as a SHA-256 digest with
+ * `timingSafeEqual`, so neither its contents nor its length leak through timing. With no token
+ * configured nobody can pass: 503, saying why.
  */
 import { createHash, timingSafeEqual } from "node:crypto"
 import { BootstrapAuth, ErrorCodes, ServiceUnavailable, Unauthorized } from "@bosun/domain"

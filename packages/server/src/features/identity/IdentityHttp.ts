@@ -1,5 +1,5 @@
 /**
- * `GET /api/v1/me` and `POST /api/v1/auth/logout` (spec: Authentication 1, 9).
+ * `GET /api/v1/me` and `POST /api/v1/auth/logout` (docs/interface.md: Authentication 1, 9).
  */
 import { BosunApi, CurrentUser, ErrorCodes, SESSION_COOKIE, Unauthorized } from "@bosun/domain"
 import { Effect, Option } from "effect"

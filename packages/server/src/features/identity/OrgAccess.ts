@@ -1,5 +1,5 @@
 /**
- * Who may touch an organization (spec: Authentication 2-3; DESIGN: Security): every handler of
+ * Who may touch an organization (docs/interface.md: Authentication 2-3; Design rules): every handler of
  * `/organizations/{organization_id}/...` asks here after `SessionAuth`. Not a member (or no such
  * organization) is 404, exactly as a missing resource, so organization ids cannot be probed; a
  * role below what the action needs is 403. The organization's id goes on the request's log line.

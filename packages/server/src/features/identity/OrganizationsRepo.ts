@@ -1,7 +1,7 @@
 /**
- * Organizations (spec: Resources; every organization-scoped record hangs off one). The bootstrap
- * GitHub App endpoint creates the organization it configures when it does not exist yet; which
- * GitHub account it mirrors is the operator's decision (`setGithubAccount`), which an
+ * Organizations (docs/interface.md: Resources; every organization-scoped record hangs off one). The
+ * bootstrap GitHub App endpoint creates the organization it configures when it does not exist yet;
+ * which GitHub account it mirrors is the operator's decision (`setGithubAccount`), which an
  * installation may complete but never make.
  */
 import { Context, Effect, Layer } from "effect"

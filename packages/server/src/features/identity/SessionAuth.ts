@@ -1,9 +1,9 @@
 /**
- * The `bosun_session` cookie in front of every organization and identity route (spec:
- * Authentication 1, 8; DESIGN: Security). A live session provides the `CurrentUser` and puts the
- * user's opaque id on the request's log line; none is 401. A write (any method but GET, HEAD and
- * OPTIONS) that carries an `Origin` other than the base URL's is 403, so another site cannot
- * ride a signed-in browser; the JSON-only bodies do the rest (a form post is a 415).
+ * The `bosun_session` cookie in front of every organization and identity route
+ * (docs/interface.md: Authentication 1, 8; Design rules). A live session provides the `CurrentUser`
+ * and puts the user's opaque id on the request's log line; none is 401. A write (any method but
+ * GET, HEAD and OPTIONS) that carries an `Origin` other than the base URL's is 403, so another site
+ * cannot ride a signed-in browser; the JSON-only bodies do the rest (a form post is a 415).
  */
 import { CurrentUser, ErrorCodes, Forbidden, SessionAuth, Unauthorized } from "@bosun/domain"
 import { Effect, Layer, Option } from "effect"

@@ -1,6 +1,6 @@
 /**
- * Sessions behind the `bosun_session` cookie (spec: Authentication 1; DESIGN: Security). A token
- * is 256 random bits, handed out once and stored only as its SHA-256. A session expires after
+ * Sessions behind the `bosun_session` cookie (docs/interface.md: Authentication 1; Design rules). A
+ * token is 256 random bits, handed out once and stored only as its SHA-256. A session expires after
  * `idleTimeout` without use (sliding: each use pushes it forward, written at most once a minute)
  * and at `maxAge` after creation whatever happens; logout revokes it.
  */

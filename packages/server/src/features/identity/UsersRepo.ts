@@ -1,6 +1,7 @@
 /**
- * Users, their organization memberships and the instance role (spec: Authentication 1-3).
- * Every lookup of a membership filters by the organization asked about and the user.
+ * Users, their organization memberships and the instance role
+ * (docs/interface.md: Authentication 1-3). Every lookup of a membership filters by the organization
+ * asked about and the user.
  */
 
 import type { OrganizationMembership, Role } from "@bosun/domain"

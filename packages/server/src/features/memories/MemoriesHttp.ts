@@ -1,10 +1,11 @@
 /**
  * `GET .../memories`, `GET .../memories/{memory_id}` (members) and `PATCH .../memories/{memory_id}`
- * (spec: Organization endpoints). Enabling or disabling needs ADMIN (a memory steers every review
- * of the organization), works only on an approved memory (409 `memory_not_approved` otherwise),
- * sets last_toggled_at/by and is audited. `POST .../memories/{memory_id}/decision` (ADMIN) approves
- * or rejects a PROPOSED memory once (409 `memory_already_decided`), records approved_by/at and is
- * audited; approving leaves it disabled, as the spec has `enabled` set by the PATCH alone.
+ * (docs/interface.md: Organization endpoints). Enabling or disabling needs ADMIN (a memory steers
+ * every review of the organization), works only on an approved memory (409 `memory_not_approved`
+ * otherwise), sets last_toggled_at/by and is audited. `POST .../memories/{memory_id}/decision`
+ * (ADMIN) approves or rejects a PROPOSED memory once (409 `memory_already_decided`), records
+ * approved_by/at and is audited; approving leaves it disabled, since `enabled` is set by the PATCH
+ * alone (docs/interface.md: Resources "Memory").
  */
 import { BosunApi, Conflict, CurrentUser, ErrorCodes, NotFound } from "@bosun/domain"
 import { Effect, Option } from "effect"

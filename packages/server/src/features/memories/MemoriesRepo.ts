@@ -1,8 +1,8 @@
 /**
- * Memories of an organization (spec: Resources "Memory"), read with their repository's owner and
- * name, the logins of the people named on them, their provenance (`memory_sources`) and their
- * measured effect (`memory_uses`, `memory_finding_effects`, and the state of each shaped finding
- * now). Every query filters by the organization.
+ * Memories of an organization (docs/interface.md: Resources "Memory"), read with their repository's
+ * owner and name, the logins of the people named on them, their provenance (`memory_sources`) and
+ * their measured effect (`memory_uses`, `memory_finding_effects`, and the state of each shaped
+ * finding now). Every query filters by the organization.
  *
  * `learn` is where a distilled proposal lands: merged into the memory it restates (the one the
  * agent named, else one whose convention reads the same once case, spacing and punctuation are
@@ -33,7 +33,7 @@ type Row = Omit<
 
 const toMemory = (row: Row): Memory => ({
   ...row,
-  // Every key of the spec's metadata, null when the source did not record it.
+  // Every key of a memory's metadata, null when the source did not record it.
   metadata: {
     file_path: row.metadata.file_path ?? null,
     language: row.metadata.language ?? null,

@@ -1,5 +1,5 @@
 /**
- * `GET .../pull-requests` (spec: Organization endpoints): members page through the
+ * `GET .../pull-requests` (docs/interface.md: Organization endpoints): members page through the
  * organization's pull requests; a cursor that does not decode is 400 `invalid_cursor`.
  */
 import { BadRequest, BosunApi, DEFAULT_PAGE_SIZE, ErrorCodes } from "@bosun/domain"

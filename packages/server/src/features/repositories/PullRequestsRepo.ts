@@ -1,6 +1,7 @@
 /**
- * Pull requests of an organization, listed newest-updated first in keyset pages (spec:
- * Organization endpoints `GET .../pull-requests`). Every query filters by the organization.
+ * Pull requests of an organization, listed newest-updated first in keyset pages
+ * (docs/interface.md: Organization endpoints `GET .../pull-requests`). Every query filters by the
+ * organization.
  */
 import type { PullRequestListItem, ReviewStatus } from "@bosun/domain"
 import { Context, Effect, Layer } from "effect"

@@ -1,6 +1,7 @@
 /**
- * `GET .../repositories`, `GET`/`PATCH .../repositories/{repository_id}` (spec: Organization
- * endpoints). Reads need membership; enabling or pausing reviews needs ADMIN and is audited.
+ * `GET .../repositories`, `GET`/`PATCH .../repositories/{repository_id}`
+ * (docs/interface.md: Organization endpoints). Reads need membership; enabling or pausing reviews
+ * needs ADMIN and is audited.
  */
 import { BosunApi, CurrentUser, ErrorCodes, NotFound } from "@bosun/domain"
 import { Effect, Option } from "effect"

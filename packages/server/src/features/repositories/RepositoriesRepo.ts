@@ -1,6 +1,6 @@
 /**
- * Repositories of an organization (spec: Resources "Repository"). Every query filters by the
- * organization: a repository id of another organization is simply not found.
+ * Repositories of an organization (docs/interface.md: Resources "Repository"). Every query filters
+ * by the organization: a repository id of another organization is simply not found.
  */
 import type { Repository } from "@bosun/domain"
 import { Context, Effect, Layer, Option } from "effect"

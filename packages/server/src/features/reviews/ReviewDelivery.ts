@@ -1,13 +1,13 @@
 /**
- * Posting a review that publish decided (spec: What the service does 9): a `github.review_delivery`
- * row on `bosun-effects`, handled here apart from the run, so GitHub failing never touches the
- * agent's run. Publish records the plan, the review's provider effect (`github.review:{run}`,
- * everything the call needs) and this row in one transaction; this handler then posts the review
- * — first looking for it by the marker its body carries, since an earlier delivery may have
- * posted it before a crash or a lost answer; the effect's row is locked meanwhile, so two
- * deliveries of one run never both post — matches its comments to findings by their markers,
- * puts the agent's description into the pull request body, resolves the threads of resolved
- * findings, and ends the run's "Bosun review" check run `success` with what was posted (a
+ * Posting a review that publish decided (docs/interface.md: What the service does 9): a
+ * `github.review_delivery` row on `bosun-effects`, handled here apart from the run, so GitHub
+ * failing never touches the agent's run. Publish records the plan, the review's provider effect
+ * (`github.review:{run}`, everything the call needs) and this row in one transaction; this handler
+ * then posts the review — first looking for it by the marker its body carries, since an earlier
+ * delivery may have posted it before a crash or a lost answer; the effect's row is locked
+ * meanwhile, so two deliveries of one run never both post — matches its comments to findings by
+ * their markers, puts the agent's description into the pull request body, resolves the threads of
+ * resolved findings, and ends the run's "Bosun review" check run `success` with what was posted (a
  * `github.check_run` row, serialized with the run's other check-run states). Each part is
  * idempotent: a delivery that runs again repeats nothing GitHub already has.
  *

@@ -1,7 +1,7 @@
 /**
- * The review policy's decisions (spec: review_policy), pure so that they are tested over generated
- * inputs: whether a pull-request event starts a review, and which changed files a review leaves
- * out.
+ * The review policy's decisions (docs/interface.md: Resources "review_policy"), pure so that they
+ * are tested over generated inputs: whether a pull-request event starts a review, and which changed
+ * files a review leaves out.
  *
  * - Events: opened → review_on_open, reopened → review_on_reopen, synchronize (a push) →
  *   review_on_push, ready_for_review → review_on_ready; any other action starts nothing. A draft

@@ -1,6 +1,6 @@
 /**
- * The review workflow type (spec: What the service does 1, 9): a pull request's review as a
- * RunAttemptWorkflow.
+ * The review workflow type (docs/interface.md: What the service does 1, 9): a pull request's review
+ * as a RunAttemptWorkflow.
  *
  * - prepare: the pull request's changed files from GitHub give the coverage ledger (what the agent
  *   is given, what is skipped and why); the request carries the policy, custom instructions, the

@@ -1,9 +1,9 @@
 /**
- * RunStreamHub, one per server process (spec: Events 1): the live run streams of this process's SSE
- * connections share one subscription per run to the run's RunEvents entity, and each batch the
- * entity delivers is rendered to SSE text once and handed, as the same bytes, to every connection
- * of that run. A thousand browsers on one run cost one cluster subscription and one rendering per
- * flush, not a thousand of each.
+ * RunStreamHub, one per server process (docs/interface.md: Events 1): the live run streams of this
+ * process's SSE connections share one subscription per run to the run's RunEvents entity, and each
+ * batch the entity delivers is rendered to SSE text once and handed, as the same bytes, to every
+ * connection of that run. A thousand browsers on one run cost one cluster subscription and one
+ * rendering per flush, not a thousand of each.
  *
  * The channel of a run subscribes from the entity's ring (`after: -1`) and keeps the last ~500
  * events it saw; it fills a jump in sequence numbers (an entity restarted or moved, a lost

@@ -1,12 +1,12 @@
 /**
- * `GET .../workflow-runs/{run_id}` (spec: Organization endpoints): the run and its attempts;
- * `GET .../workflow-runs?repository_id&pull_request_number&page_size`: the runs newest
+ * `GET .../workflow-runs/{run_id}` (docs/interface.md: Organization endpoints): the run and its
+ * attempts; `GET .../workflow-runs?repository_id&pull_request_number&page_size`: the runs newest
  * first, the filters combined, `page_size` 1..100 (default 25); and the live run stream
- * `GET .../workflow-runs/{run_id}/events/stream` (spec: Events 1), served from the run's RunEvents
- * entity wherever in the cluster it lives: `id:` is the event's sequence, `Last-Event-ID` wins
- * over `?after=` (a reconnecting EventSource sends the one and repeats the other). The stream
- * opens with a comment at once (status and headers go out before any event exists), writes a
- * keep-alive comment every `BOSUN_SSE_KEEPALIVE_INTERVAL` (15 s) and, after
+ * `GET .../workflow-runs/{run_id}/events/stream` (docs/interface.md: Events 1), served from the
+ * run's RunEvents entity wherever in the cluster it lives: `id:` is the event's sequence,
+ * `Last-Event-ID` wins over `?after=` (a reconnecting EventSource sends the one and repeats the
+ * other). The stream opens with a comment at once (status and headers go out before any event
+ * exists), writes a keep-alive comment every `BOSUN_SSE_KEEPALIVE_INTERVAL` (15 s) and, after
  * `BOSUN_SSE_STREAM_DURATION` (55 s), ends with `event: reconnect`. After the run's last event
  * (`run.ended`) it ends with `event: end`; asked again for a run that has ended, with nothing
  * after `Last-Event-ID`, it answers 204, which tells an EventSource to stop reconnecting. Without

@@ -1,7 +1,7 @@
 /**
- * Workflow runs and attempts (spec: Resources "Workflow run", "Workflow attempt"). Reads (one run
- * with its attempts, or the list newest first) filter by organization; `create`/`addAttempt` are
- * the writes the scheduler will make (tests use them).
+ * Workflow runs and attempts (docs/interface.md: Resources "Workflow run", "Workflow attempt").
+ * Reads (one run with its attempts, or the list newest first) filter by organization;
+ * `create`/`addAttempt` are the writes the scheduler will make (tests use them).
  */
 import type { WorkflowAttempt, WorkflowRun } from "@bosun/domain"
 import { Context, Effect, Layer, Option } from "effect"

@@ -1,7 +1,7 @@
 /**
  * User-managed secrets of an organization, the values behind `${secrets.NAME}` references
- * (spec: Secret-rotation procedure 6). Values are sealed bound to their row id, which is fixed
- * when the row is first written, so replacing a value keeps the row and re-seals in place.
+ * (docs/interface.md: Secret-rotation procedure 6). Values are sealed bound to their row id, which
+ * is fixed when the row is first written, so replacing a value keeps the row and re-seals in place.
  */
 import { randomUUID } from "node:crypto"
 import { Context, Data, Effect, Layer, Option, type Redacted, Schedule } from "effect"

@@ -1,6 +1,6 @@
 /**
- * Master-key rotation (spec: Secret-rotation procedure 4-7, Errors 7): runs in the background in
- * resumable batches, one at a time for the whole instance.
+ * Master-key rotation (docs/interface.md: Secret-rotation procedure 4-7, Errors 7): runs in the
+ * background in resumable batches, one at a time for the whole instance.
  *
  * - A dry run opens every envelope of every sealed column and writes nothing but its own
  *   report: `remaining` is the number of envelopes not under the active key, `processed_secrets`
@@ -8,9 +8,9 @@
  * - A real run re-seals every envelope not under the active key. A batch's swaps and the run's
  *   progress commit together (`SecretRotationRepo.commitBatch`), so a run interrupted by a crash
  *   resumes after its last committed batch, and a fresh run skips what is already rotated.
- *   An unreadable envelope stops it (spec: Errors 7, "the run must not proceed"): before writing
- *   anything it checks that the ring holds a key of every version present, and a batch with an
- *   envelope that still does not open ends the run without committing that batch.
+ *   An unreadable envelope stops it (docs/interface.md: Errors 7, "the run must not proceed"):
+ *   before writing anything it checks that the ring holds a key of every version present, and a
+ *   batch with an envelope that still does not open ends the run without committing that batch.
  * - Either ends SUCCEEDED only with `failed_secrets` 0 (and, for a real run, nothing remaining
  *   under an older key); otherwise FAILED.
  *

@@ -1,5 +1,5 @@
 /**
- * The SQL of master-key rotation (spec: Secret-rotation procedure 4-7): the `secret_rotations`
+ * The SQL of master-key rotation (docs/interface.md: Secret-rotation procedure 4-7): the `secret_rotations`
  * runs with their lease, and batch reads and compare-and-swap writes over the sealed columns.
  *
  * A batch's re-sealed envelopes and the run's progress commit in one transaction, and only while

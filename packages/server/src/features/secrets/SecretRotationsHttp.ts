@@ -1,6 +1,6 @@
 /**
  * `POST /api/v1/instance/secret-rotations` and `GET /api/v1/instance/secret-rotations/{id}`
- * (spec: Bootstrap-token endpoints). POST only queues the run; the rotation worker does it.
+ * (docs/interface.md: Bootstrap-token endpoints). POST only queues the run; the rotation worker does it.
  */
 import { BosunApi, Conflict, DEFAULT_BATCH_SIZE, ErrorCodes, NotFound } from "@bosun/domain"
 import { Effect, Option } from "effect"

@@ -1,6 +1,6 @@
 /**
- * Slack channels of an organization (spec: Resources "Chat channel"), always looked up within
- * the organization.
+ * Slack channels of an organization (docs/interface.md: Resources "Chat channel"), always looked up
+ * within the organization.
  */
 import type { ChatChannel } from "@bosun/domain"
 import { Context, Effect, Layer, Option } from "effect"

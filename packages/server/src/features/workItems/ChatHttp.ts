@@ -1,7 +1,8 @@
 /**
- * `GET .../slack/channels` and `PUT .../slack/channels/{channel_id}/passive-listening` (spec:
- * Organization endpoints, Resources "Chat channel"). Turning passive listening on or off needs
- * ADMIN and is audited; a channel Bosun is not in (or of another organization) is 404.
+ * `GET .../slack/channels` and `PUT .../slack/channels/{channel_id}/passive-listening`
+ * (docs/interface.md: Organization endpoints, Resources "Chat channel"). Turning passive listening
+ * on or off needs ADMIN and is audited; a channel Bosun is not in (or of another organization) is
+ * 404.
  */
 import { BosunApi, CurrentUser, ErrorCodes, NotFound } from "@bosun/domain"
 import { Effect, Option } from "effect"

@@ -1,8 +1,8 @@
 /**
- * The intake run of a work item (spec: What the service does 3, Work item resource): a
- * `work_item_intake` RunAttemptWorkflow on the AGENT lane, queued in the transaction that created
- * the item, keyed by the item's session so a thread's runs go one at a time, in order (the
- * Scheduler's session FIFO).
+ * The intake run of a work item (docs/interface.md: What the service does 3;
+ * Resources "Work item"): a `work_item_intake` RunAttemptWorkflow on the AGENT lane, queued in the
+ * transaction that created the item, keyed by the item's session so a thread's runs go one at a
+ * time, in order (the Scheduler's session FIFO).
  *
  * - prepare: the item's request, the organization's repositories, a checkout of the item's
  *   primary repository when it has one (default branch, installation token), the output contract

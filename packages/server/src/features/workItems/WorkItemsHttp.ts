@@ -1,7 +1,7 @@
 /**
- * `GET .../work-items`, `GET .../work-items/{id}` and `POST .../work-items/{id}/actions` (spec:
- * Organization endpoints). Members may act on their organization's items; an action the item
- * does not list is 409 `action_not_available`; each accepted action is audited.
+ * `GET .../work-items`, `GET .../work-items/{id}` and `POST .../work-items/{id}/actions`
+ * (docs/interface.md: Organization endpoints). Members may act on their organization's items; an
+ * action the item does not list is 409 `action_not_available`; each accepted action is audited.
  *
  * An action that starts work queues its run in the same transaction (the actions endpoint drives
  * the same transitions as chat/ticket replies) and wakes the Scheduler after the commit: APPROVE

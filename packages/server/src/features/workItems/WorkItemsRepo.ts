@@ -1,7 +1,7 @@
 /**
- * Work items of an organization (spec: Resources "Work item"). `act` applies an action under a
- * row lock with the domain's state machine (`applyAction`), so two concurrent actions cannot both
- * pass the same check. Every query filters by the organization.
+ * Work items of an organization (docs/interface.md: Resources "Work item"). `act` applies an action
+ * under a row lock with the domain's state machine (`applyAction`), so two concurrent actions
+ * cannot both pass the same check. Every query filters by the organization.
  */
 import {
   afterFollowUp,

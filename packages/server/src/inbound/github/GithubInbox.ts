@@ -1,8 +1,8 @@
 /**
- * The `bosun-inbox` handler of GitHub deliveries (spec: What the service does 6, Events
- * 3-4): the work a webhook's answer did not wait for. Each wake-up names an outbox row, handled
- * through `Outbox.handle` (a row already done is skipped), so a redelivered wake-up does nothing
- * twice; the delivery row then records that it was processed, or why it was ignored.
+ * The `bosun-inbox` handler of GitHub deliveries (docs/interface.md: What the service does 6,
+ * Events 3-4): the work a webhook's answer did not wait for. Each wake-up names an outbox row,
+ * handled through `Outbox.handle` (a row already done is skipped), so a redelivered wake-up does
+ * nothing twice; the delivery row then records that it was processed, or why it was ignored.
  *
  * - `installation` created / new_permissions_accepted / unsuspend: the organization is linked to
  *   the installation's account when it is the account the operator set it up for (its id, else

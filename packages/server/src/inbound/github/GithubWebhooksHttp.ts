@@ -1,8 +1,8 @@
 /**
- * `POST /api/v1/github/webhooks`, the GitHub App's webhook (spec: What the service does
- * 6, Authentication 4, Events 3; the path is ours, the spec does not show it). It verifies, records
- * and acknowledges; the inbox consumer does the work later, so the answer never waits for GitHub,
- * an agent or a review.
+ * `POST /api/v1/github/webhooks`, the GitHub App's webhook (docs/interface.md: What the service
+ * does 6, Authentication 4, Events 3; the path is Bosun's own: the interface lists only the tracker
+ * webhook). It verifies, records and acknowledges; the inbox consumer does the work later, so the
+ * answer never waits for GitHub, an agent or a review.
  *
  * - The signature: `X-Hub-Signature-256`, HMAC-SHA256 of the raw body, checked in constant time by
  *   `@octokit/webhooks-methods` against the sealed webhook secret of each organization whose App
@@ -24,7 +24,8 @@
  *   one transaction. A redelivery of a recorded id answers `duplicate: true` and writes nothing; an
  *   event Bosun does not handle is recorded as ignored, with no outbox row.
  *
- * Answer: 202 `{data: {accepted, duplicate}}`, the shape of the spec's tracker webhook.
+ * Answer: 202 `{data: {accepted, duplicate}}`, the tracker webhook's shape
+ * (docs/interface.md: Webhook endpoint).
  */
 import { ErrorCodes } from "@bosun/domain"
 import { verify } from "@octokit/webhooks-methods"

@@ -1,6 +1,6 @@
 /**
- * The `bosun-inbox` handler of Linear deliveries (spec: What the service does 1, Work item
- * resource, Events 3): one ticket is one work item (session `linear:{issue id}`).
+ * The `bosun-inbox` handler of Linear deliveries (docs/interface.md: What the service does 1;
+ * Resources "Work item"; Events 3): one ticket is one work item (session `linear:{issue id}`).
  *
  * - `Issue` created assigned to Bosun's Linear user, or updated so that it becomes assigned to it:
  *   the issue's work item is created (source TRACKER, its URL, `IDENT: title`, the description as

@@ -1,6 +1,7 @@
 /**
- * `POST /api/v1/linear/webhooks`, the tracker webhook (spec: Webhook endpoint, Events 3,
- * Authentication 4). It verifies, records and acknowledges; the inbox consumer does the work.
+ * `POST /api/v1/linear/webhooks`, the tracker webhook (docs/interface.md: Webhook endpoint,
+ * Events 3, Authentication 4). It verifies, records and acknowledges; the inbox consumer does the
+ * work.
  *
  * - `Linear-Delivery`, `Linear-Event`, `Linear-Timestamp` and `Linear-Signature` are required:
  *   a missing or malformed one is a 400 naming it, before anything else is read.
@@ -19,9 +20,9 @@
  *   outbox row are written in one transaction. A delivery id already recorded answers
  *   `duplicate: true` and writes nothing; other events are recorded as ignored.
  *
- * Answer: 202 `{data: {accepted, duplicate}}` (the spec's shape). The endpoint is in the `BosunApi`
- * contract (`LinearWebhookApi`, so the OpenAPI document describes it) and handled raw: nothing is
- * decoded before the signature is checked over the exact bytes.
+ * Answer: 202 `{data: {accepted, duplicate}}` (docs/interface.md: Webhook endpoint). The endpoint
+ * is in the `BosunApi` contract (`LinearWebhookApi`, so the OpenAPI document describes it) and
+ * handled raw: nothing is decoded before the signature is checked over the exact bytes.
  */
 import { createHmac, timingSafeEqual } from "node:crypto"
 import { BosunApi, ErrorCodes } from "@bosun/domain"

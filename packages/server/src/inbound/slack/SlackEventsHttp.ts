@@ -1,5 +1,5 @@
 /**
- * `POST /api/v1/slack/events`, the Slack app's Events API request URL (spec: What the
+ * `POST /api/v1/slack/events`, the Slack app's Events API request URL (docs/interface.md: What the
  * service does 3, Authentication 4, Events 3). It verifies, records and acknowledges well inside
  * Slack's 3 s; the inbox consumer does the work.
  *

@@ -1,6 +1,6 @@
 /**
- * The `bosun-inbox` handler of Slack deliveries (spec: What the service does 3, Work item
- * resource, Chat channel, Events 3): one thread is one work item (session
+ * The `bosun-inbox` handler of Slack deliveries (docs/interface.md: What the service does 3;
+ * Resources "Work item", "Chat channel"; Events 3): one thread is one work item (session
  * `slack:{team}:{channel}:{thread ts}`).
  *
  * - A message addressed to Bosun starts the thread's work item (source CHAT, OPEN in INTAKE, the

@@ -1,10 +1,10 @@
 /**
- * Composio, for connected apps (spec: Organization endpoints `composio/connections`), through
- * Composio's official client `@composio/client` against `BOSUN_COMPOSIO_API_URL`, authenticated by
- * `BOSUN_COMPOSIO_API_KEY` (header `x-api-key`). Of its `/api/v3.1` operations Bosun uses
- * `GET toolkits/{slug}` (exists? needs authentication?), `GET auth_configs` / `POST auth_configs`
- * (reuse or create the toolkit's Composio-managed auth config) and `POST connected_accounts/link`
- * (a hosted connect link for one user).
+ * Composio, for connected apps (docs/interface.md: Organization endpoints `composio/connections`),
+ * through Composio's official client `@composio/client` against `BOSUN_COMPOSIO_API_URL`,
+ * authenticated by `BOSUN_COMPOSIO_API_KEY` (header `x-api-key`). Of its `/api/v3.1` operations
+ * Bosun uses `GET toolkits/{slug}` (exists? needs authentication?), `GET auth_configs` /
+ * `POST auth_configs` (reuse or create the toolkit's Composio-managed auth config) and
+ * `POST connected_accounts/link` (a hosted connect link for one user).
  *
  * Answers are decoded here (only the fields Bosun reads) rather than trusted from the client's
  * types, and failures keep only the operation and the HTTP status, since what Composio or the

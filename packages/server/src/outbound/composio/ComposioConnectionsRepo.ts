@@ -1,9 +1,9 @@
 /**
- * Connected-app connection requests (spec: Organization endpoints `composio/connections`): one
- * row per member, organization and Composio toolkit, holding the latest request's outcome — the
- * Composio ids it produced, its status and when its connect link expires. The link itself is a
- * bearer URL and is never stored. Every query filters by the organization; a member reads only
- * their own rows.
+ * Connected-app connection requests (docs/interface.md: Organization endpoints
+ * `composio/connections`): one row per member, organization and Composio toolkit, holding the
+ * latest request's outcome — the Composio ids it produced, its status and when its connect link
+ * expires. The link itself is a bearer URL and is never stored. Every query filters by the
+ * organization; a member reads only their own rows.
  */
 import type { ConnectedAppStatus } from "@bosun/domain"
 import { Context, Effect, Layer, Option } from "effect"

@@ -1,6 +1,6 @@
 /**
- * How every `bosun-effects` handler makes a provider call exactly once (spec: What the service does
- * 9, Events 4):
+ * How every `bosun-effects` handler makes a provider call exactly once (docs/interface.md: What the
+ * service does 9, Events 4):
  *
  * - The effect is recorded PENDING in `provider_effects` under its idempotency key before the
  *   call, and the call is made with that row locked, so two handlers of one effect (a redelivered

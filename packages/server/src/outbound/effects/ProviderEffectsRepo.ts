@@ -1,5 +1,5 @@
 /**
- * Outbound side effects (spec: What the service does 9; `sql/0022`, `sql/0023`): an effect is
+ * Outbound side effects (docs/interface.md: What the service does 9; `sql/0022`, `sql/0023`): an effect is
  * recorded PENDING with its idempotency key and request before the provider is called, in the
  * transaction that decided it; SUCCEEDED with the provider's result after. A step that runs again
  * finds the row: SUCCEEDED is done, PENDING may have happened and is reconciled with the provider

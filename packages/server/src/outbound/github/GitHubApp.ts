@@ -1,6 +1,6 @@
 /**
- * GitHub, as the organization's GitHub App sees it (spec: Authentication 5; DESIGN: provider
- * clients): the App's JWT from its sealed private key (`@octokit/auth-app`), the installation
+ * GitHub, as the organization's GitHub App sees it (docs/interface.md: Authentication 5;
+ * Design rules): the App's JWT from its sealed private key (`@octokit/auth-app`), the installation
  * that reaches a repository, installation access tokens, and the REST reads Bosun makes with
  * them (GitHubClient: Octokit with GitHub's retry and throttling plugins), all against `BOSUN_GITHUB_API_URL` (GitHub Enterprise works the same).
  *

@@ -1,8 +1,8 @@
 /**
- * The pull-request side of the GitHub App (the review run's inputs and what publish
- * posts; spec: What the service does 1, 9): a pull request's changed files, the review with its
- * inline comments, the review threads (GraphQL, the only API that resolves one), check runs that
- * say why a review failed, the description section, and replies — each call made with the
+ * The pull-request side of the GitHub App (the review run's inputs and what publish posts;
+ * docs/interface.md: What the service does 1, 9): a pull request's changed files, the review with
+ * its inline comments, the review threads (GraphQL, the only API that resolves one), check runs
+ * that say why a review failed, the description section, and replies — each call made with the
  * installation token `GitHubApp` mints for the repository, through `GitHubClient` (Octokit with
  * GitHub's retry, throttling and pagination plugins) at `BOSUN_GITHUB_API_URL` (on GitHub
  * Enterprise, `…/api/v3` for REST and `…/api/graphql`, which Octokit derives from it). Lists are

@@ -1,7 +1,7 @@
 /**
- * The GitHub App configuration of each organization (spec: Bootstrap-token endpoints,
- * Authentication 5). The three credentials are sealed here, bound to their row, and opened only
- * for the provider client that signs GitHub requests; they are never returned by the API.
+ * The GitHub App configuration of each organization (docs/interface.md: Bootstrap-token endpoints,
+ * Authentication 5). The three credentials are sealed here, bound to their row, and opened only for
+ * the provider client that signs GitHub requests; they are never returned by the API.
  *
  * The webhook secrets are kept open for `BOSUN_WEBHOOK_SECRET_CACHE_TTL` because every delivery,
  * signed or forged, needs them: a read is one query and an unseal per App, and unauthenticated

@@ -1,8 +1,8 @@
 /**
  * The `bosun-effects` consumer for GitHub effects made outside a run's publish step (the
- * max_changed_files notice, the check runs of a review; spec: What the service does 9): a
- * `github.pr_comment` outbox row names the pull request, the comment and its idempotency key; a
- * `github.check_run` row the commit, the check run and its key (also its external id).
+ * max_changed_files notice, the check runs of a review; docs/interface.md: What the service
+ * does 9): a `github.pr_comment` outbox row names the pull request, the comment and its idempotency
+ * key; a `github.check_run` row the commit, the check run and its key (also its external id).
  *
  * Each is made once through `EffectOnce` (recorded, locked, reconciled); a PENDING one (a crash
  * after the call, a redelivered wake-up) is first looked for on GitHub — a comment by the marker

@@ -1,5 +1,5 @@
 /**
- * The `bosun-effects` handlers of Linear effects (spec: What the service does 3, 9): a
+ * The `bosun-effects` handlers of Linear effects (docs/interface.md: What the service does 3, 9): a
  * `linear.comment` row names the issue, the comment and the idempotency key, from which the
  * comment's own id is derived (LinearTracker), so a retry finds the comment instead of posting it
  * again; a `linear.issue_state` row moves the issue to a workflow state (the same state twice is

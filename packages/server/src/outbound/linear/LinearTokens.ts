@@ -1,6 +1,6 @@
 /**
  * The token Bosun calls Linear with, renewed when it is an expiring OAuth grant (serialized by the
- * Mutex `tracker-token:{org}`; spec: Coordinators, Mutex).
+ * Mutex `tracker-token:{org}`; docs/interface.md: Coordinators, Mutex).
  *
  * Linear rotates the refresh token on every refresh: two runners refreshing at once would each
  * spend the same refresh token, and the loser's answer (or, worse, the winner's stored pair) would

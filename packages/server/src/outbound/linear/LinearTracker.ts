@@ -1,6 +1,6 @@
 /**
- * Bosun's side of Linear's API (spec: What the service does 3, 9): commenting on an issue
- * and moving it to a workflow state, through the official `@linear/sdk` client at
+ * Bosun's side of Linear's API (docs/interface.md: What the service does 3, 9): commenting on an
+ * issue and moving it to a workflow state, through the official `@linear/sdk` client at
  * `BOSUN_LINEAR_API_URL`, with the organization's token (LinearTokens: opened per call, an expiring
  * OAuth token renewed first). A token that starts with `lin_api_` is a personal API key (sent as
  * is); anything else is an OAuth access token (sent as a bearer token). When Linear refuses an

@@ -1,5 +1,5 @@
 /**
- * Bosun's side of Slack's Web API (spec: What the service does 3, 9): who a bot token
+ * Bosun's side of Slack's Web API (docs/interface.md: What the service does 3, 9): who a bot token
  * is (`auth.test`, when an organization connects), posting into a thread, updating a message,
  * and finding a message Bosun already posted — through the official `@slack/web-api` client at
  * `BOSUN_SLACK_API_URL`, with the organization's sealed bot token opened per call.

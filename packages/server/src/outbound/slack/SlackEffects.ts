@@ -1,5 +1,5 @@
 /**
- * The `bosun-effects` handlers of Slack effects (spec: What the service does 3, 9): a
+ * The `bosun-effects` handlers of Slack effects (docs/interface.md: What the service does 3, 9): a
  * `slack.message` row names the channel, the thread, the text and the idempotency key. It is made
  * once through `EffectOnce`; one attempted before (a timeout or crash after Slack may have posted)
  * is first looked for in the thread by the key its metadata carries (SlackChat), so a retry never

@@ -77,7 +77,7 @@ export interface MasterKeySettings {
 }
 
 /**
- * What this process does (README: Roles). `all` serves the API and is a cluster runner with the
+ * What this process does (docs/operations.md: Roles). `all` serves the API and is a cluster runner with the
  * background consumers; `api` serves the API as a cluster client that hosts no entities, so API
  * replicas scale apart from runners; `runner` is a cluster runner with the consumers, its HTTP port
  * answering only `/healthz` and `/readyz`.
@@ -152,7 +152,7 @@ export interface AppSettings {
   readonly linearApiUrl: URL
   /** Absent: connected apps answer 503 until the operator sets `BOSUN_COMPOSIO_API_KEY`. */
   readonly composioApiKey: Option.Option<Redacted.Redacted<string>>
-  /** Where EXTERNAL_RUNTIME attempts run (README: Agent runtime). */
+  /** Where EXTERNAL_RUNTIME attempts run (docs/agent-runtime.md). */
   readonly runtime: {
     /** An operator's runtime; absent, the server launches the embedded one. */
     readonly external: Option.Option<{ readonly url: URL; readonly token: Redacted.Redacted<string> }>
@@ -174,7 +174,7 @@ export interface AppSettings {
    * the exporter reads the endpoint and the other standard `OTEL_*` settings itself.
    */
   readonly tracing: Option.Option<{ readonly serviceName: string; readonly protocol: "http/protobuf" | "http/json" }>
-  /** How long one live run stream lasts before `event: reconnect` (spec: about 55 s). */
+  /** How long one live run stream lasts before `event: reconnect` (docs/interface.md: Events 1, about 55 s). */
   readonly sseStreamDuration: Duration.Duration
   /** How often a live run stream with nothing to send writes a comment, so proxies and clients see it alive. */
   readonly sseKeepAliveInterval: Duration.Duration
@@ -204,7 +204,7 @@ const masterKeyConfig: Config.Config<Option.Option<MasterKeySettings>> = Config.
   previous: Config.schema(PreviousKeysJson, setting("BOSUN_PREVIOUS_MASTER_KEYS")).pipe(Config.withDefault({}))
 }).pipe(
   Config.mapEffect(({ key, version, previous }) => {
-    // Spec: Limits, "version an integer greater than the previous active version".
+    // Every previous version is below the active one (docs/interface.md: Limits).
     const active = Number(version)
     const clash = Object.keys(previous).find((v) => Number(v) >= active)
     return clash === undefined

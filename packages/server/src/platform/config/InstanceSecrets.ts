@@ -1,6 +1,6 @@
 /**
  * The instance's own secrets: the master key ring, the bootstrap token and, on the embedded
- * default, the embedded Postgres password (spec: Secret-rotation procedure 2; README: Embedded).
+ * default, the embedded Postgres password (docs/interface.md: Secret-rotation procedure 2; docs/getting-started.md: The embedded defaults).
  *
  * With `DATABASE_URL` set (a real deployment) they come from the environment only, and a missing
  * `BOSUN_MASTER_KEY` stops start-up: generating one into a pod's disk would lose every secret on

@@ -1,6 +1,6 @@
 /**
- * The sandbox providers besides EXTERNAL_RUNTIME (spec: What the service does 5, Trust boundaries
- * 3; DESIGN: sandbox providers), read at start-up like every other setting:
+ * The sandbox providers besides EXTERNAL_RUNTIME (docs/interface.md: What the service does 5,
+ * Trust boundaries 3; Design rules), read at start-up like every other setting:
  *
  * - PLATFORM_CONTAINER is on when `BOSUN_PLATFORM_CONTAINER_NAMESPACE` is set: a Pod per attempt
  *   in that namespace, made through the Kubernetes API (the pod's own service account, or

@@ -1,5 +1,5 @@
 /**
- * The sealed-envelope format (spec: What the service does 7, Versioning 3; DESIGN: Security).
+ * The sealed-envelope format (docs/interface.md: What the service does 7, Versioning 3; Design rules).
  * Pure functions over `node:crypto`; the `Secrets` service wraps them with the key ring.
  *
  * Layout, version 1 (bytes):

@@ -1,7 +1,7 @@
 /**
- * Every sealed column of the schema (spec: Secret-rotation procedure 6). Rotation walks this
- * list in order, and a test checks that every `bytea` column of the schema is on it, so a new
- * sealed column cannot be forgotten by rotation.
+ * Every sealed column of the schema (docs/interface.md: Secret-rotation procedure 6). Rotation
+ * walks this list in order, and a test checks that every `bytea` column of the schema is on it, so
+ * a new sealed column cannot be forgotten by rotation.
  *
  * Not here, by design: short-lived sealed state outside the database (installation tokens in the
  * cache) re-seals itself under the active key when it expires.

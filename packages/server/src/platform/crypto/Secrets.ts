@@ -1,8 +1,8 @@
 /**
- * Sealing and opening of every secret Bosun keeps (spec: What the service does 7, Authentication
- * 5/7, Versioning 3). Every sealed column goes through this service and nothing else touches a
- * master key: the ring is the active key (`BOSUN_MASTER_KEY`, `BOSUN_MASTER_KEY_VERSION`) plus
- * the older ones (`BOSUN_PREVIOUS_MASTER_KEYS`), already validated by `AppConfig`.
+ * Sealing and opening of every secret Bosun keeps (docs/interface.md: What the service does 7,
+ * Authentication 5/7, Versioning 3). Every sealed column goes through this service and nothing else
+ * touches a master key: the ring is the active key (`BOSUN_MASTER_KEY`, `BOSUN_MASTER_KEY_VERSION`)
+ * plus the older ones (`BOSUN_PREVIOUS_MASTER_KEYS`), already validated by `AppConfig`.
  *
  * Plaintext comes back `Redacted`, so it cannot reach a log line or an error by accident; errors
  * name the envelope's place and the failure, never its contents.

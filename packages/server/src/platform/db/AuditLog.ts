@@ -1,8 +1,8 @@
 /**
- * Audit evidence (spec: Resources, "audit evidence"): one row per privileged action — credential
- * writes, configuration changes, approvals, work-item actions, key rotation — saying who, what,
- * on which target, when and under which request id. Details never hold a secret value: callers
- * pass ids, names and fingerprints only.
+ * Audit evidence (docs/interface.md: Resources, "audit evidence"): one row per privileged action —
+ * credential writes, configuration changes, approvals, work-item actions, key rotation — saying
+ * who, what, on which target, when and under which request id. Details never hold a secret value:
+ * callers pass ids, names and fingerprints only.
  */
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient, SqlError } from "effect/sql"

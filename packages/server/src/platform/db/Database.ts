@@ -1,6 +1,6 @@
 /**
- * The source of truth (spec: What the service does, 4): a Postgres pool as `SqlClient`. With
- * `DATABASE_URL` it connects there; without it, it starts the embedded Postgres under
+ * The source of truth (docs/interface.md: What the service does 4): a Postgres pool as `SqlClient`.
+ * With `DATABASE_URL` it connects there; without it, it starts the embedded Postgres under
  * `BOSUN_DATA_DIR/pg` and connects to that, through the Unix socket in that directory.
  */
 

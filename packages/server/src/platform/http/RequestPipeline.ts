@@ -1,7 +1,7 @@
 /**
- * The outermost middleware every request passes through, matched route or not (spec: Errors 1-3,
- * Events 6, Health endpoints). In order, it:
- * - picks the request id (an inbound `X-Request-ID` matching the spec's pattern, else a new one)
+ * The outermost middleware every request passes through, matched route or not
+ * (docs/interface.md: Errors 1-3, Events 6, Health endpoints). In order, it:
+ * - picks the request id (an inbound `X-Request-ID` matching `RequestIdPattern`, else a new one)
  *   and sets it on every response, with `X-Content-Type-Options: nosniff` and
  *   `X-Frame-Options: DENY`;
  * - refuses a NUL character in the URL with a 400 (Postgres cannot store one);
@@ -260,7 +260,7 @@ export const RequestPipelineLayer = HttpRouter.middleware(
             const edge = edgeIds(headers)
             const elapsed = performance.now() - started
             recordHttpRequest(request.method, route, outcome.response.status, elapsed / 1000, inner.context)
-            // The server span the HTTP layer opened for this request: the spec's correlation ids on it.
+            // The server span the HTTP layer opened for this request: the correlation ids on it (Events 7).
             const span = Context.getOrUndefined(inner.context, Tracer.ParentSpan)
             if (span !== undefined && span._tag === "Span" && span.sampled) {
               span.attribute("bosun.request_id", requestId)

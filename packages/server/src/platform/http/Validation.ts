@@ -1,6 +1,6 @@
 /**
- * Request validation failures as the 400 envelope (spec: Errors; issue: "code naming the failure
- * and message naming the field"). Effect's default is a 400 with an empty body.
+ * Request validation failures as the 400 envelope (docs/interface.md: Errors; issue: "code naming
+ * the failure and message naming the field"). Effect's default is a 400 with an empty body.
  *
  * The message names each offending field by where it was found (`path parameter "memory_id"`,
  * `query parameter "page_size"`, `body field "enabled"`) and what was expected; it never echoes

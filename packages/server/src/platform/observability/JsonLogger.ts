@@ -1,10 +1,10 @@
 /**
- * One JSON object per line for every log record (spec: Events 6, Authentication 8):
+ * One JSON object per line for every log record (docs/interface.md: Events 6, Authentication 8):
  * `{"time","level","msg", ...annotations}`. Annotations are flattened to the top level so the
  * `http_request` line carries `request_id`, `route`, `status`... as plain fields.
  *
  * The logger writes strings to a sink; production uses stdout, tests capture the lines. It never
- * sees request bodies or headers: callers annotate only what the spec allows.
+ * sees request bodies or headers: callers annotate only what Events 6 allows.
  */
 
 import * as fs from "node:fs"
@@ -62,7 +62,7 @@ export const makeJsonLogger = (sink: LogSink): Logger.Logger<unknown, void> =>
       level: logLevel.toLowerCase(),
       msg: messageText(message)
     }
-    // Inside a request every record carries its request id (spec: Events 7, correlation ids).
+    // Inside a request every record carries its request id (docs/interface.md: Events 7, correlation ids).
     const request = Context.getOrUndefined(fiber.context, RequestContext)
     if (request !== undefined) record.request_id = request.requestId
     for (const [key, value] of Object.entries(fiber.getRef(References.CurrentLogAnnotations))) {

@@ -1,5 +1,5 @@
 /**
- * The server's Prometheus metrics (README: Metrics). Counters and histograms are updated where
+ * The server's Prometheus metrics (docs/operations.md: Metrics). Counters and histograms are updated where
  * their events happen — the request pipeline, the effects consumer, and in `@bosun/actors` the
  * Scheduler and the attempt workflow (`attempt/AttemptMetrics.ts`). The gauges read shared state
  * (queue and dead-letter depth per queue, runs by status), so they are refreshed from the queues

@@ -1,7 +1,7 @@
 /**
  * Per-request identity shared between the outermost HTTP middleware, the JSON logger and whatever runs inside the
  * request (auth middleware, handlers): the request id, and the opaque `org_id`/`user_id` that the
- * `http_request` log line carries for authenticated organization members (spec: Events 6).
+ * `http_request` log line carries for authenticated organization members (docs/interface.md: Events 6).
  */
 import { Context } from "effect"
 

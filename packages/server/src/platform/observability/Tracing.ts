@@ -1,5 +1,5 @@
 /**
- * Traces over OTLP/HTTP (README: Traces). When `OTEL_EXPORTER_OTLP_ENDPOINT` (or
+ * Traces over OTLP/HTTP (docs/operations.md: Traces). When `OTEL_EXPORTER_OTLP_ENDPOINT` (or
  * `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set, every span of the process is exported: one per HTTP
  * request (the request pipeline adds `bosun.request_id` and, once known,
  * `bosun.org_id`/`bosun.user_id`), one per workflow activity and step of a run (carrying

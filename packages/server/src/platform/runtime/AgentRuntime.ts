@@ -1,6 +1,7 @@
 /**
  * The runtime EXTERNAL_RUNTIME attempts run on (`npm start` launches one locally on 8787 as the
- * embedded default; spec: What the service does 5 — agent code never runs inside the API process).
+ * embedded default; docs/interface.md: What the service does 5 — agent code never runs inside the
+ * API process).
  *
  * - `BOSUN_RUNTIME_URL` + `BOSUN_RUNTIME_TOKEN` set: the operator's runtime; nothing is launched.
  * - Otherwise the server launches the embedded runtime: the same `packages/runtime` server as a

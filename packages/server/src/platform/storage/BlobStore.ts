@@ -1,6 +1,6 @@
 /**
- * The blob store port (spec: What the service does, 4): run artifacts, workspace-change diffs,
- * output files and sealed run requests (`runs/{run}/{attempt}/request.enc`). Adapters:
+ * The blob store port (docs/interface.md: What the service does 4): run artifacts, workspace-change
+ * diffs, output files and sealed run requests (`runs/{run}/{attempt}/request.enc`). Adapters:
  * `BlobStoreS3.ts` (any S3 API) and `BlobStoreFileSystem.ts` (the embedded default); both pass
  * the one conformance suite in `test/storage/BlobStore.conformance.ts`.
  *
@@ -89,7 +89,7 @@ const segment = (what: string, value: string) => {
   return value
 }
 
-/** The key shapes the spec names, in one place. */
+/** The key shapes docs/interface.md names (What the service does 4), in one place. */
 export const BlobKeys = {
   /** The sealed run request: `runs/{run}/{attempt}/request.enc`. */
   runRequest: (runId: string, attempt: number) => `runs/${segment("run id", runId)}/${attempt}/request.enc`,

@@ -1,8 +1,8 @@
 /**
- * The short-lived cache port (spec: What the service does, 4): sealed GitHub installation tokens
- * and other values that may be recomputed. Values are strings the caller has already sealed; the
- * cache never sees plaintext. Adapters: `CacheRedis.ts` and `CacheMemory.ts` (embedded default),
- * both held to `test/storage/Cache.conformance.ts`.
+ * The short-lived cache port (docs/interface.md: What the service does 4): sealed GitHub
+ * installation tokens and other values that may be recomputed. Values are strings the caller has
+ * already sealed; the cache never sees plaintext. Adapters: `CacheRedis.ts` and `CacheMemory.ts`
+ * (embedded default), both held to `test/storage/Cache.conformance.ts`.
  *
  * `getOrLoad` is single-flight within a process: concurrent callers for one key share one load.
  * Across processes two loads may race; the last write wins, which is harmless for tokens.

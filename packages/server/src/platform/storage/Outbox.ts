@@ -1,5 +1,5 @@
 /**
- * The transactional outbox (DESIGN: Storage roles; spec: Events 4). A change that needs a side
+ * The transactional outbox (docs/interface.md: Design rules; Events 4). A change that needs a side
  * effect writes an outbox row in its own transaction (`write`); after the commit the row's
  * wake-up goes to its queue (`transaction` does this). A relay re-sends the wake-up of any row
  * whose send was lost (a crash between commit and send): rows never sent and older than the

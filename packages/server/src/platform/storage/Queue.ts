@@ -1,5 +1,5 @@
 /**
- * The queue port (spec: What the service does, 4; Events 4-5; Limits): `bosun-inbox`,
+ * The queue port (docs/interface.md: What the service does 4; Events 4-5; Limits): `bosun-inbox`,
  * `bosun-effects` and `bosun-review-batches`, each with a `-dlq`. A message is a wake-up carrying
  * ids only (the rows it points at live in Postgres); it is sent after the transaction that wrote
  * the row commits.
@@ -19,7 +19,7 @@ import { type Cause, Context, Data, type Duration, type Effect, type Scope } fro
 export const QUEUE_NAMES = ["bosun-inbox", "bosun-effects", "bosun-review-batches"] as const
 export type QueueName = (typeof QUEUE_NAMES)[number]
 
-/** Deliveries after which a failing message goes to the dead-letter queue (spec: max_retries 5). */
+/** Deliveries after which a failing message goes to the dead-letter queue (docs/interface.md: Limits). */
 export const MAX_DELIVERIES = 5
 
 /**

@@ -1,5 +1,5 @@
 /**
- * Chooses each storage role's adapter from the configuration (DESIGN: Storage roles):
+ * Chooses each storage role's adapter from the configuration (docs/interface.md: Design rules):
  *
  * | role | with the setting | without it (embedded default) |
  * | --- | --- | --- |

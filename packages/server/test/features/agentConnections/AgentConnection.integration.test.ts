@@ -1,9 +1,10 @@
 /**
- * The agent connection over real HTTP (spec: Organization endpoints `opencode-connection`;
- * Resources "Agent connection"; Authentication 3, 7): api-key writes and imports sealed and never
- * returned, versions and fingerprints, repository overrides that leave the organization's
- * credentials alone, excluded import sections, the catalog discovery queued; 403 below ADMIN for
- * writes, 401, 404 across organizations, 400 for bad input; no key in responses, logs or audit.
+ * The agent connection over real HTTP (docs/interface.md: Organization endpoints
+ * `opencode-connection`; Resources "Agent connection"; Authentication 3, 7): api-key writes and
+ * imports sealed and never returned, versions and fingerprints, repository overrides that leave the
+ * organization's credentials alone, excluded import sections, the catalog discovery queued; 403
+ * below ADMIN for writes, 401, 404 across organizations, 400 for bad input; no key in responses,
+ * logs or audit.
  */
 import type { AgentConnection } from "@bosun/domain"
 import { LogCapture } from "@bosun/testing"

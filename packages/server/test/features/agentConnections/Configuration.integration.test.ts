@@ -1,10 +1,10 @@
 /**
- * Repository configuration over real HTTP (spec: Organization endpoints, Resources "Repository
- * configuration", "review_policy"; Trust boundaries 3; Errors 6): defaults, organization values
- * and repository overrides with their `overrides`/`sources`; the PUT's validation (a PUT of the spec's
- * six fields; the partial writes and both levels have their own suite); AGENT_ONE on
- * PLATFORM_CONTAINER accepted with a BLOCKING readiness finding; 401, 404 across organizations,
- * 403 below ADMIN.
+ * Repository configuration over real HTTP (docs/interface.md: Organization endpoints,
+ * Resources "Repository configuration", "review_policy"; Trust boundaries 3; Errors 6): defaults,
+ * organization values and repository overrides with their `overrides`/`sources`; the PUT's
+ * validation (a PUT of the six fields the interface names; the partial writes and both levels have
+ * their own suite); AGENT_ONE on PLATFORM_CONTAINER accepted with a BLOCKING readiness finding;
+ * 401, 404 across organizations, 403 below ADMIN.
  */
 import {
   AGENT_ONE_ON_PLATFORM_CONTAINER,

@@ -1,11 +1,11 @@
 /**
- * Connected apps over real HTTP (spec: Organization endpoints `composio/connections`; Resources
- * "Connected-app connection result"): the real server and Composio's official client against a
- * local fake Composio. Covers the hosted connect link for the member (API key header, Bosun's
- * Composio user id, the managed auth config created once and reused), no-auth apps, every refusal
- * before Composio is asked, Composio's own refusals and outages (never leaking the API key), an
- * instance with no key configured, and that no failure writes a row or an audit event. The list
- * shows a member their own apps only, with no link and no Composio id.
+ * Connected apps over real HTTP (docs/interface.md: Organization endpoints `composio/connections`;
+ * Resources "Connected-app connection result"): the real server and Composio's official client
+ * against a local fake Composio. Covers the hosted connect link for the member (API key header,
+ * Bosun's Composio user id, the managed auth config created once and reused), no-auth apps, every
+ * refusal before Composio is asked, Composio's own refusals and outages (never leaking the API
+ * key), an instance with no key configured, and that no failure writes a row or an audit event. The
+ * list shows a member their own apps only, with no link and no Composio id.
  */
 import type { ConnectedApp, ConnectedAppConnection } from "@bosun/domain"
 import { FakeComposio, LogCapture } from "@bosun/testing"

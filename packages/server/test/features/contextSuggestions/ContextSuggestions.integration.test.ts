@@ -1,9 +1,9 @@
 /**
- * Context suggestions over real HTTP (spec: Organization endpoints, Resources "Context
- * suggestion"): one suggestion and the decision's shape field by field; approving adds
- * the secondary repository to the configuration's secondary_repository_ids, rejecting does not;
- * deciding twice is 409; 400 for an unknown decision or an over-long id; 401, 404 across
- * organizations and repositories, 403 below ADMIN.
+ * Context suggestions over real HTTP (docs/interface.md: Organization endpoints,
+ * Resources "Context suggestion"): one suggestion and the decision's shape field by field;
+ * approving adds the secondary repository to the configuration's secondary_repository_ids,
+ * rejecting does not; deciding twice is 409; 400 for an unknown decision or an over-long id; 401,
+ * 404 across organizations and repositories, 403 below ADMIN.
  */
 import type { ContextSuggestion, RepositoryConfiguration } from "@bosun/domain"
 import { assert, layer } from "@effect/vitest"

@@ -1,8 +1,8 @@
 /**
- * Deep scans over real HTTP (spec: Organization endpoints `GET`/`POST .../deep-scans`; Resources
- * "Deep scan"; Authentication 5): a launch asks GitHub, as the organization's App, for the
- * default branch's head through the real Octokit clients against the local fake GitHub, and pins
- * the scan to it; the list and single reads field by field; every refusal writes nothing.
+ * Deep scans over real HTTP (docs/interface.md: Organization endpoints `GET`/`POST .../deep-scans`;
+ * Resources "Deep scan"; Authentication 5): a launch asks GitHub, as the organization's App, for
+ * the default branch's head through the real Octokit clients against the local fake GitHub, and
+ * pins the scan to it; the list and single reads field by field; every refusal writes nothing.
  */
 import { generateKeyPairSync } from "node:crypto"
 import { FakeGithub } from "@bosun/testing"

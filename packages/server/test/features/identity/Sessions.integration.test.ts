@@ -1,8 +1,9 @@
 /**
- * Sessions and the caller's identity over real HTTP and a real database (spec: Authentication
- * 1-3, 8; DESIGN: Security): `GET /api/v1/me`, `POST /api/v1/auth/logout`, the cookie's
- * attributes, sliding and absolute expiry, CSRF on writes, tokens stored only hashed, the log
- * line's user id, and organization access (404 for non-members, 403 below the needed role).
+ * Sessions and the caller's identity over real HTTP and a real database
+ * (docs/interface.md: Authentication 1-3, 8; Design rules): `GET /api/v1/me`,
+ * `POST /api/v1/auth/logout`, the cookie's attributes, sliding and absolute expiry, CSRF on writes,
+ * tokens stored only hashed, the log line's user id, and organization access (404 for non-members,
+ * 403 below the needed role).
  */
 import { createHash } from "node:crypto"
 import { CurrentUser, type Me } from "@bosun/domain"

@@ -1,6 +1,6 @@
 /**
- * Memories over real HTTP (spec: Organization endpoints, Resources "Memory"): the list,
- * one memory by id and the enable/disable PATCH, field by field; 409 for a memory that is not
+ * Memories over real HTTP (docs/interface.md: Organization endpoints, Resources "Memory"): the
+ * list, one memory by id and the enable/disable PATCH, field by field; 409 for a memory that is not
  * approved; 401, 404 across organizations, 403 below ADMIN, 400 for bad input; last_toggled_at/by
  * and audit evidence.
  */
@@ -164,7 +164,7 @@ layer(layerTestServer(), { excludeTestServices: true })("memories", (it) => {
       assert.strictEqual(memory.enabled, true)
       assert.strictEqual(memory.lifecycle, "APPROVED")
       assert.strictEqual(memory.scope, "ORGANIZATION")
-      // Recorded without metadata: every key of the spec's metadata is there, null.
+      // Recorded without metadata: every key of the metadata is there, null.
       assert.deepStrictEqual(memory.metadata, {
         file_path: null,
         language: null,
@@ -339,7 +339,7 @@ layer(layerTestServer(), { excludeTestServices: true })("memories", (it) => {
         assert.strictEqual(memory.approved_by, f.admin.userId)
         assert.strictEqual(memory.approved_by_login, "mem-admin")
         assert.isTrue(Date.now() - Date.parse(memory.approved_at ?? "") < 60_000)
-        // The spec has `enabled` set by the PATCH alone.
+        // `enabled` is set by the PATCH alone (docs/interface.md: Resources "Memory").
         assert.strictEqual(memory.enabled, false)
         const again = yield* post(f.admin.cookie, path, { decision: "reject" })
         assert.strictEqual(again.status, 409)

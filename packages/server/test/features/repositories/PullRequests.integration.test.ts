@@ -1,8 +1,8 @@
 /**
- * `GET .../pull-requests` over real HTTP (spec: Organization endpoints, Resources "Pull-request
- * list item"): the item shape field by field; keyset pages that visit every row exactly once,
- * newest-updated first, forwards and back, and stay put when rows are inserted meanwhile
- * (property-based over row counts, ties and page sizes); filters; 400s, 401 and 404.
+ * `GET .../pull-requests` over real HTTP (docs/interface.md: Organization endpoints,
+ * Resources "Pull-request list item"): the item shape field by field; keyset pages that visit every
+ * row exactly once, newest-updated first, forwards and back, and stay put when rows are inserted
+ * meanwhile (property-based over row counts, ties and page sizes); filters; 400s, 401 and 404.
  */
 import type { PullRequestListItem } from "@bosun/domain"
 import { assert, layer } from "@effect/vitest"

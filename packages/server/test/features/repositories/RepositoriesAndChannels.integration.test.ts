@@ -1,8 +1,9 @@
 /**
- * Repositories and chat channels of an organization over real HTTP (spec: Organization
- * endpoints; Resources "Repository", "Chat channel"; Authentication 1-3): success shapes field
- * by field, 401 without a session, 404 across organizations and for non-members, 403 below
- * ADMIN for writes, 400 for bad input, and audit evidence for each write.
+ * Repositories and chat channels of an organization over real HTTP
+ * (docs/interface.md: Organization endpoints; Resources "Repository", "Chat channel";
+ * Authentication 1-3): success shapes field by field, 401 without a session, 404 across
+ * organizations and for non-members, 403 below ADMIN for writes, 400 for bad input, and audit
+ * evidence for each write.
  */
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"

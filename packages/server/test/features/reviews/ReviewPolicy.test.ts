@@ -1,7 +1,8 @@
 /**
- * The review policy's decisions (spec: review_policy), over generated events and paths:
- * which pull-request events start a review, drafts, excluded authors (logins without case, `[bot]`
- * accounts), paused repositories, and `excluded_paths` read in order with `!` re-including.
+ * The review policy's decisions (docs/interface.md: Resources "review_policy"), over generated
+ * events and paths: which pull-request events start a review, drafts, excluded authors (logins
+ * without case, `[bot]` accounts), paused repositories, and `excluded_paths` read in order with `!`
+ * re-including.
  */
 import { DEFAULT_CONFIGURATION, type ReviewPolicy } from "@bosun/domain"
 import { assert, describe, it } from "@effect/vitest"

@@ -1,11 +1,11 @@
 /**
- * The live run stream (spec: Events 1) with a real EventSource client (npm `eventsource`) against
- * the test server: events are written the way an attempt writes them — committed to
- * `workflow_events` by the fenced flush, then published to the run's RunEvents entity — and read
- * back over SSE: a late client gets the ring then live events; a client that asks for more than the
- * ring holds gets the rest from the database; reconnects across the stream's end (shortened to 1 s
- * here) lose and duplicate nothing; `?after=` without SSE is the JSON polling fallback; 401 and 404
- * as for every organization route.
+ * The live run stream (docs/interface.md: Events 1) with a real EventSource client (npm
+ * `eventsource`) against the test server: events are written the way an attempt writes them —
+ * committed to `workflow_events` by the fenced flush, then published to the run's RunEvents entity
+ * — and read back over SSE: a late client gets the ring then live events; a client that asks for
+ * more than the ring holds gets the rest from the database; reconnects across the stream's end
+ * (shortened to 1 s here) lose and duplicate nothing; `?after=` without SSE is the JSON polling
+ * fallback; 401 and 404 as for every organization route.
  */
 import { RING_SIZE } from "@bosun/actors/events/RunEvents"
 import type { WorkflowEvent } from "@bosun/domain"

@@ -1,8 +1,9 @@
 /**
- * `GET .../workflow-runs/{run_id}` and `GET .../workflow-runs` over real HTTP (spec: Organization
- * endpoints, Resources "Workflow run", "Workflow attempt"): the run and its attempts field
- * by field; the list newest first, filtered by repository and pull request, capped at page_size;
- * 401, 404 across organizations, 400 for an over-long id or a bad query value.
+ * `GET .../workflow-runs/{run_id}` and `GET .../workflow-runs` over real HTTP
+ * (docs/interface.md: Organization endpoints, Resources "Workflow run", "Workflow attempt"): the
+ * run and its attempts field by field; the list newest first, filtered by repository and pull
+ * request, capped at page_size; 401, 404 across organizations, 400 for an over-long id or a bad
+ * query value.
  */
 import type { WorkflowRun } from "@bosun/domain"
 import { assert, layer } from "@effect/vitest"

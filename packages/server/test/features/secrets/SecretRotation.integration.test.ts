@@ -1,9 +1,9 @@
 /**
- * Master-key rotation against a real Postgres (spec: Secret-rotation procedure 4-7, Errors 7):
- * a run killed mid-way is finished by a second one with every envelope sealed exactly once under
- * the new key; a fresh run skips what an earlier run already rotated; a missing previous key
- * fails the run without writing; a dry run leaves every sealed byte as it was. Also: every bytea
- * column of the schema is a registered sealed column, and no fixture's plaintext is stored.
+ * Master-key rotation against a real Postgres (docs/interface.md: Secret-rotation procedure 4-7,
+ * Errors 7): a run killed mid-way is finished by a second one with every envelope sealed exactly
+ * once under the new key; a fresh run skips what an earlier run already rotated; a missing previous
+ * key fails the run without writing; a dry run leaves every sealed byte as it was. Also: every
+ * bytea column of the schema is a registered sealed column, and no fixture's plaintext is stored.
  */
 import { randomBytes } from "node:crypto"
 import {

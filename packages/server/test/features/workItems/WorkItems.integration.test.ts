@@ -1,8 +1,8 @@
 /**
- * Work items over real HTTP (spec: Organization endpoints, Resources "Work item"): the item
- * shape field by field with its available_actions; actions moving it through the state machine,
- * 409 for an action the item does not list (also when two arrive at once), 400 for an unknown
- * action, 401, 404 across organizations, and audit evidence.
+ * Work items over real HTTP (docs/interface.md: Organization endpoints, Resources "Work item"): the
+ * item shape field by field with its available_actions; actions moving it through the state
+ * machine, 409 for an action the item does not list (also when two arrive at once), 400 for an
+ * unknown action, 401, 404 across organizations, and audit evidence.
  */
 import type { WorkItem } from "@bosun/domain"
 import { assert, layer } from "@effect/vitest"

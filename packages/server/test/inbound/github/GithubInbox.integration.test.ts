@@ -2,9 +2,10 @@
  * The GitHub inbox consumer behind the real webhook route, the outbox and the Postgres
  * queue: installations link the organization and bring its repositories (read back through the
  * repositories API), installation_repositories adds and removes them, an uninstall makes them all
- * unavailable, pull_request events keep the pull-request list (the spec's list item, through the
- * API) in step with OPEN / CLOSED / MERGED; a payload missing what its event needs is recorded as
- * ignored with the reason and changes nothing; a delivery is applied once however often it comes.
+ * unavailable, pull_request events keep the pull-request list (the list item of docs/interface.md,
+ * through the API) in step with OPEN / CLOSED / MERGED; a payload missing what its event needs is
+ * recorded as ignored with the reason and changes nothing; a delivery is applied once however often
+ * it comes.
  */
 import type { PullRequestListItem, Repository } from "@bosun/domain"
 import { assert, layer } from "@effect/vitest"

@@ -1,8 +1,8 @@
 /**
- * A work item whose intake run cannot run (spec: Errors): the organization has Slack but no agent
- * connection, so the run fails in prepare for good. The item becomes FAILED (RETRY, CANCEL
- * available) and its thread is told why, once per failed run; RETRY through the actions endpoint
- * queues a new intake run on the same session, which fails the same way.
+ * A work item whose intake run cannot run (docs/interface.md: Errors): the organization has Slack
+ * but no agent connection, so the run fails in prepare for good. The item becomes FAILED (RETRY,
+ * CANCEL available) and its thread is told why, once per failed run; RETRY through the actions
+ * endpoint queues a new intake run on the same session, which fails the same way.
  */
 import { eventually, FakeSlack, signedSlackHeaders } from "@bosun/testing"
 import { assert, layer } from "@effect/vitest"

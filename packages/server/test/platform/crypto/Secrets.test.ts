@@ -1,7 +1,8 @@
 /**
- * Sealed envelopes and the `Secrets` service without a database (spec: What the service does 7,
- * Versioning 3): the byte layout, round trips, the place bound into the AAD, tampering, key
- * versions in and out of the ring, and the synchronous reseal/check used by rotation.
+ * Sealed envelopes and the `Secrets` service without a database (docs/interface.md: What the
+ * service does 7, Versioning 3): the byte layout, round trips, the place bound into the AAD,
+ * tampering, key versions in and out of the ring, and the synchronous reseal/check used by
+ * rotation.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Redacted } from "effect"

@@ -1,7 +1,7 @@
 /**
- * The Migrator against a real Postgres (spec: Coordinators, Migrator; Health endpoints): ordered
- * files in transactions, exactly-once under concurrent starts, the gate closed while a migration
- * is blocked or broken, and applied files that must not change.
+ * The Migrator against a real Postgres (docs/interface.md: Coordinators, Migrator;
+ * Health endpoints): ordered files in transactions, exactly-once under concurrent starts, the gate
+ * closed while a migration is blocked or broken, and applied files that must not change.
  */
 
 import * as fs from "node:fs/promises"

@@ -1,5 +1,5 @@
 /**
- * `X-Request-ID` choice (spec: Errors 3): reuse exactly the values matching
+ * `X-Request-ID` choice (docs/interface.md: Errors 3): reuse exactly the values matching
  * `^[A-Za-z0-9._-]{1,128}$`, replace everything else with a generated id that matches it.
  */
 import { RequestIdPattern } from "@bosun/domain"

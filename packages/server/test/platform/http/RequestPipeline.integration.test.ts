@@ -1,6 +1,7 @@
 /**
  * The request pipeline over real HTTP and a real database: request ids, the `http_request` log
- * line, the error envelope for 404/400/500, redaction (spec: Errors 1-3, Events 6, Authentication 8).
+ * line, the error envelope for 404/400/500, redaction (docs/interface.md: Errors 1-3, Events 6,
+ * Authentication 8).
  */
 import { Conflict, PathId, RequestIdPattern, RequestValidation } from "@bosun/domain"
 import { LogCapture } from "@bosun/testing"

@@ -1,6 +1,7 @@
 /**
- * The one behaviour every blob store adapter must have (DESIGN: "the same conformance test suite
- * runs against every adapter"). `blobStoreConformance` registers the suite for one adapter layer.
+ * The one behaviour every blob store adapter must have (docs/interface.md: Design rules, "the same
+ * conformance test suite runs against every adapter"). `blobStoreConformance` registers the suite
+ * for one adapter layer.
  */
 
 import { createHash, randomBytes } from "node:crypto"

@@ -1,5 +1,5 @@
 /**
- * What every queue adapter must do (spec: Events 4-5; Limits: max_retries 5): deliver, retry with
+ * What every queue adapter must do (docs/interface.md: Events 4-5; Limits): deliver, retry with
  * a counted delivery, dead-letter after exactly five failed deliveries while other messages keep
  * flowing, redeliver what a killed consumer held, bound concurrency, and lose nothing under many
  * producers and consumers. The suite needs a `SqlClient` for its exactly-once ledger.
