@@ -716,12 +716,23 @@ export const runReviewCluster = (settings: ReviewClusterSettings) =>
         eventMismatches.push({ number: row.number, problem: `seq ${events[gap]?.seq} at position ${gap + 1}` })
         continue
       }
+      // The run's last event is the Scheduler's run.ended, once, after everything the runtime logged.
+      const ended = events.filter((event) => event.type === "run.ended")
+      if (ended.length !== 1 || events[events.length - 1]?.type !== "run.ended") {
+        eventMismatches.push({
+          number: row.number,
+          problem: `run.ended ${ended.length} time(s), last event ${events[events.length - 1]?.type}`
+        })
+        continue
+      }
       for (let attempt = 1; attempt <= row.attempts; attempt++) {
         const tail = yield* Effect.promise(() =>
           readTail(`${runtime.base}/v1/runs/${encodeURIComponent(`${row.id}:${attempt}`)}/events?after=0`)
         )
         const expected = tail.lines.filter((line) => typeof line.seq === "number").map((line) => String(line.type))
-        const got = events.filter((event) => event.attempt === attempt).map((event) => event.type)
+        const got = events
+          .filter((event) => event.attempt === attempt && event.type !== "run.ended")
+          .map((event) => event.type)
         if (tail.status !== 200) {
           eventMismatches.push({
             number: row.number,
