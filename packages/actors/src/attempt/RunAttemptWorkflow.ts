@@ -22,7 +22,8 @@
  * running, so an attempt the Scheduler recovered by lease expiry cannot write after it. Only a
  * failure before the agent's outputs are kept runs the agent again: a publish that failed
  * retryably is retried by a new attempt that publishes what was kept. Every failed step logs one
- * line with the provider's own words (warn while it may be retried, error when it ends the run).
+ * line with the provider's own words (warn while it may be retried, error when it ends the run, and
+ * error for a flush of events the database refused, which a new attempt may still get past).
  */
 import { type AttemptStep, RunState } from "@bosun/domain"
 import { Effect, Option, Schedule, Schema, Stream } from "effect"

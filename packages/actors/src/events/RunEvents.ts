@@ -1,7 +1,7 @@
 /**
  * RunEvents, one entity per run (docs/interface.md: Coordinators; Events 1): the fan-out behind the
  * live run stream. The attempt that writes a run's events publishes them here only after their
- * database write committed; the entity keeps the last 500 in a ring and pushes each committed batch
+ * database write committed (so does the Scheduler with a run's last event, `run.ended`); the entity keeps the last 500 in a ring and pushes each committed batch
  * to every subscriber, wherever in the cluster the subscriber's SSE connection is (a subscription
  * is a streaming message to the entity's runner, forked so it never holds the entity).
  *

@@ -5,7 +5,6 @@
  * neighbours, escaped or cut as Postgres needs, and serves the same events over HTTP polling.
  */
 
-import * as fs from "node:fs"
 import { createServer } from "node:http"
 import * as path from "node:path"
 import type { WorkflowType } from "@bosun/actors/attempt/AttemptPorts"
@@ -14,6 +13,7 @@ import { enqueueRun } from "@bosun/actors/jobs/RunQueue"
 import { wakeScheduler } from "@bosun/actors/scheduler/SchedulerEntity"
 import { RUN_ENDED, type RunEvent, type RunRequest } from "@bosun/domain"
 import { WorkflowEventsPage } from "@bosun/domain/api/WorkflowRunsApi"
+import { readEvents } from "@bosun/runtime/RunLog"
 import { eventually } from "@bosun/testing"
 import {
   freePort,
@@ -128,13 +128,9 @@ interface StoredEvent {
 
 const ORG = "agent-output"
 
-/** The events the runtime logged for the attempt, from its own `events.ndjson`. */
+/** The events the runtime logged for the attempt, read as the runtime reads its own log. */
 const runtimeLog = (attemptId: string): Array<RunEvent> =>
-  fs
-    .readFileSync(path.join(dataDir, "runs", attemptId, "events.ndjson"), "utf8")
-    .split("\n")
-    .filter((line) => line !== "")
-    .map((line) => JSON.parse(line) as RunEvent)
+  readEvents(path.join(dataDir, "runs", attemptId, "events.ndjson"), 0)
 
 const isOutput = (type: string) => type === "agent.output" || type === "agent.event"
 

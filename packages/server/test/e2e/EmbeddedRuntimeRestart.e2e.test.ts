@@ -11,6 +11,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { RUN_ENDED, type RunEvent, type WorkflowEvent } from "@bosun/domain"
+import { readEvents } from "@bosun/runtime/RunLog"
 import { eventually, FakeGithub, TestDatabase } from "@bosun/testing"
 import { freePort } from "@bosun/testing/RuntimeProcess"
 import { assert, layer } from "@effect/vitest"
@@ -18,47 +19,26 @@ import { Duration, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { EventSource } from "eventsource"
 import { killServer, spawnServer, untilReady } from "../support/Process.ts"
-import { reviewedPullRequest } from "../support/ReviewedPullRequest.ts"
+import { CART_CONTENT, CART_FILE, CART_REVIEW, reviewedPullRequest } from "../support/ReviewedPullRequest.ts"
 import { makeTestServices } from "../support/TestServices.ts"
 
 const MASTER_KEY = randomBytes(32).toString("base64")
 const ORG = "restart-org"
-const FILE = "src/cart.ts"
 const TICKS = 40
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "bosun-embedded-restart-"))
 // As root the runtime's agents run as users of their own: they must pass through to their workspaces.
 fs.chmodSync(root, 0o711)
 
-const REVIEW = {
-  summary: "Adds the cart.",
-  findings: [
-    {
-      path: FILE,
-      start_line: 2,
-      end_line: 2,
-      side: "RIGHT",
-      severity: "HIGH",
-      category: "correctness",
-      title: "The total ignores the quantity",
-      body: "Multiply by the quantity."
-    }
-  ]
-}
-
 /** Forty events a tenth of a second apart, then the review: four seconds of agent to be killed in. */
 const SLOW_REVIEW = [
   `i=1; while [ $i -le ${TICKS} ]; do echo "{\\"type\\":\\"tick\\",\\"n\\":$i}"; i=$((i+1)); sleep 0.1; done`,
-  `cat > "$BOSUN_OUTPUT_DIR/review.json" <<'JSON'\n${JSON.stringify(REVIEW)}\nJSON`
+  `cat > "$BOSUN_OUTPUT_DIR/review.json" <<'JSON'\n${JSON.stringify(CART_REVIEW)}\nJSON`
 ].join("\n")
 
 /** What the runtime logged for an attempt, from its own log on disk. */
 const runtimeLog = (dataDir: string, attemptId: string): Array<RunEvent> =>
-  fs
-    .readFileSync(path.join(dataDir, "runtime", "runs", attemptId, "events.ndjson"), "utf8")
-    .split("\n")
-    .filter((line) => line !== "")
-    .map((line) => JSON.parse(line) as RunEvent)
+  readEvents(path.join(dataDir, "runtime", "runs", attemptId, "events.ndjson"), 0)
 
 const Stack = Layer.mergeAll(makeTestServices(MASTER_KEY), FakeGithub.layer)
 
@@ -78,8 +58,8 @@ layer(Stack, { excludeTestServices: true, timeout: Duration.minutes(4) })("a res
           owner: { id: 72_101, login: "acme", type: "Organization" },
           name: "store",
           webhookSecret: "whsec-restart-7d2e",
-          file: FILE,
-          content: "export const total = (item) =>\n  item.price\n"
+          file: CART_FILE,
+          content: CART_CONTENT
         })
         const port = yield* Effect.promise(freePort)
         const dataDir = path.join(root, "server")

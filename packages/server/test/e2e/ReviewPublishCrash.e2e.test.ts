@@ -21,7 +21,7 @@ import { assert, layer } from "@effect/vitest"
 import { Duration, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { killServer, spawnServer, untilReady } from "../support/Process.ts"
-import { reviewedPullRequest } from "../support/ReviewedPullRequest.ts"
+import { CART_CONTENT, CART_FILE, CART_REVIEW, reviewedPullRequest } from "../support/ReviewedPullRequest.ts"
 import { makeTestServices } from "../support/TestServices.ts"
 
 const MASTER_KEY = randomBytes(32).toString("base64")
@@ -29,27 +29,11 @@ const WEBHOOK_SECRET = "whsec-crash-5a1c"
 const APP_ID = 5151
 const ORG = "crash-org"
 const REPO = "acme/store"
-const FILE = "src/cart.ts"
 const OWNER = { id: 72_001, login: "acme", type: "Organization" } as const
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "bosun-review-crash-"))
 // As root the runtime's agents run as users of their own: they must pass through to their workspaces.
 fs.chmodSync(root, 0o711)
-const REVIEW = {
-  summary: "Adds the cart.",
-  findings: [
-    {
-      path: FILE,
-      start_line: 2,
-      end_line: 2,
-      side: "RIGHT",
-      severity: "HIGH",
-      category: "correctness",
-      title: "The total ignores the quantity",
-      body: "Multiply by the quantity."
-    }
-  ]
-}
 
 const Stack = Layer.mergeAll(makeTestServices(MASTER_KEY), FakeGithub.layer)
 
@@ -69,8 +53,8 @@ layer(Stack, { excludeTestServices: true, timeout: Duration.minutes(3) })("a ser
           owner: OWNER,
           name: "store",
           webhookSecret: WEBHOOK_SECRET,
-          file: FILE,
-          content: "export const total = (item) =>\n  item.price\n"
+          file: CART_FILE,
+          content: CART_CONTENT
         })
 
         const runtime = yield* Effect.acquireRelease(
@@ -82,7 +66,7 @@ layer(Stack, { excludeTestServices: true, timeout: Duration.minutes(3) })("a ser
                   command: [
                     "sh",
                     "-c",
-                    `cat > "$BOSUN_OUTPUT_DIR/review.json" <<'JSON'\n${JSON.stringify(REVIEW)}\nJSON`
+                    `cat > "$BOSUN_OUTPUT_DIR/review.json" <<'JSON'\n${JSON.stringify(CART_REVIEW)}\nJSON`
                   ]
                 }
               })

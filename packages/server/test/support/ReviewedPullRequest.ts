@@ -31,6 +31,25 @@ export interface ReviewedPullRequestOptions {
   readonly content: string
 }
 
+/** The changed file of the fixture's pull request, its content, and the review an agent profile writes of it. */
+export const CART_FILE = "src/cart.ts"
+export const CART_CONTENT = "export const total = (item) =>\n  item.price\n"
+export const CART_REVIEW = {
+  summary: "Adds the cart.",
+  findings: [
+    {
+      path: CART_FILE,
+      start_line: 2,
+      end_line: 2,
+      side: "RIGHT",
+      severity: "HIGH",
+      category: "correctness",
+      title: "The total ignores the quantity",
+      body: "Multiply by the quantity."
+    }
+  ]
+}
+
 const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 })
 
 export const reviewedPullRequest = (options: ReviewedPullRequestOptions) =>
