@@ -26,7 +26,7 @@
  * error for a flush of events the database refused, which a new attempt may still get past).
  */
 import { type AttemptStep, RunState } from "@bosun/domain"
-import { Effect, Option, Schedule, Schema, Stream } from "effect"
+import { Effect, Option, type Result, Schedule, Schema, Stream } from "effect"
 import { Activity, Workflow } from "effect/workflow"
 import { RunEvents } from "../events/RunEvents.ts"
 import { RuntimeClient, type RuntimeConnection, type RuntimeError, type TailLine } from "../runtime/RuntimeClient.ts"
@@ -351,6 +351,189 @@ const fencedOut = (run: AttemptRun) =>
       : stale()
   )
 
+/**
+ * Prepare's body: the migration gate, then an earlier attempt's kept outputs (only to publish),
+ * else the workflow type's run request, sealed into the blob store.
+ */
+const prepareAttempt = (run: AttemptRun) =>
+  Effect.gen(function* () {
+    yield* Effect.flatMap(MigrationGate, (gate) => gate.awaitReady)
+    yield* checkCancel(run)
+    const type = (yield* WorkflowTypes).get(run.workflowType)
+    if (type === undefined) {
+      return yield* new StepFailure({
+        code: "unknown_workflow_type",
+        message: `no workflow type ${run.workflowType} is registered`,
+        retryable: false
+      })
+    }
+    // An earlier attempt's agent succeeded and its outputs were kept: only publish is left.
+    const kept = yield* Effect.mapError(
+      Effect.flatMap(RunOutputs, (outputs) => outputs.kept(run)),
+      fromAttemptError
+    )
+    if (Option.isSome(kept)) {
+      yield* Effect.logInfo("attempt_publishes_kept_outputs").pipe(
+        Effect.annotateLogs({ run_id: run.runId, attempt: run.attempt, agent_attempt: kept.value.attempt })
+      )
+      return { prepared: null, kept: kept.value.result }
+    }
+    const made = yield* Effect.mapError(type.prepare(run), fromAttemptError)
+    const requestKey = yield* Effect.mapError(
+      Effect.flatMap(SealedRequests, (requests) => requests.write(run, { request: made.request, grants: made.grants })),
+      fromAttemptError
+    )
+    yield* Records.recordPrepared(run, { requestKey, model: made.model, provider: made.provider })
+    return {
+      prepared: {
+        requestKey,
+        provider: made.sandbox.provider,
+        instanceClass: made.sandbox.instanceClass,
+        egressTier: made.sandbox.egressTier,
+        agent: made.request.agent.kind
+      },
+      kept: null
+    }
+  })
+
+/** The publish step: the workflow type's publish of the kept outputs. */
+const publishStep = (run: AttemptRun, result: RunState) =>
+  Activity.make({
+    name: "publish",
+    error: StepFailure,
+    execute: step(
+      run,
+      "publish",
+      Effect.gen(function* () {
+        const type = (yield* WorkflowTypes).get(run.workflowType)
+        if (type === undefined) return
+        const outputs = yield* RunOutputs
+        yield* Effect.mapError(type.publish({ run, result, file: (path) => outputs.read(run, path) }), fromAttemptError)
+      })
+    )
+  })
+
+/**
+ * From what prepare found to the run's final state: publish the kept outputs, or acquire the
+ * sandbox, execute chunk by chunk until the run ends, and publish a run that succeeded.
+ */
+const runToEnd = (run: AttemptRun, prepared: Result.Result<typeof JournaledPrepare.Type, StepFailure>) =>
+  Effect.gen(function* () {
+    if (prepared._tag === "Failure") return yield* prepared.failure
+    const { kept, prepared: ready } = outcomeOf(prepared.success)
+    if (kept !== null) {
+      yield* publishStep(run, kept)
+      return kept
+    }
+    if (ready === null) return yield* Effect.die(new Error("prepare answered neither a run nor kept outputs"))
+    yield* Activity.make({
+      name: "acquire-sandbox",
+      success: Acquired,
+      error: StepFailure,
+      execute: step(
+        run,
+        "acquire-sandbox",
+        Effect.gen(function* () {
+          yield* checkCancel(run)
+          const { sandbox } = yield* connect(run, ready)
+          yield* Records.recordSandbox(run, { provider: sandbox.provider, id: sandbox.id })
+          return { provider: sandbox.provider, id: sandbox.id }
+        })
+      )
+    })
+    for (let chunk = 1; ; chunk++) {
+      const executed = yield* Activity.make({
+        name: `execute/${chunk}`,
+        success: Executed,
+        error: StepFailure,
+        execute: step(run, "execute", executeChunk(run, ready))
+      })
+      if (!executed.finished) continue
+      if (executed.result === null) return yield* stale()
+      const result = executed.result
+      if (result.status === "SUCCEEDED") yield* publishStep(run, result)
+      return result
+    }
+  })
+
+/** The attempt's outcome, from the run's final state or the step failure that ended it. */
+const attemptOutcomeOf = (ended: Result.Result<RunState, StepFailure>): Records.AttemptOutcome =>
+  ended._tag === "Success"
+    ? {
+        status: ended.success.status === "RUNNING" ? "FAILED" : ended.success.status,
+        retryable: ended.success.retryable,
+        exitReason:
+          ended.success.status === "SUCCEEDED"
+            ? "succeeded"
+            : ended.success.status === "CANCELLED"
+              ? "cancelled"
+              : (ended.success.error?.code ?? "agent_failed"),
+        error: ended.success.error,
+        // Publishing kept outputs, the agent's usage is the earlier attempt's, which ended
+        // failed (at publish) and recorded none: it is counted here, once.
+        usage: ended.success.usage
+      }
+    : {
+        status: ended.failure.code === "cancelled" ? "CANCELLED" : "FAILED",
+        retryable: ended.failure.retryable,
+        exitReason: ended.failure.code,
+        error: { code: ended.failure.code, message: ended.failure.message },
+        usage: null
+      }
+
+/**
+ * Finish-attempt's body: a run's last failed attempt reported through its workflow type, then
+ * the attempt's outcome recorded and a failure counted.
+ */
+const finishAttempt = (run: AttemptRun, outcome: Records.AttemptOutcome) =>
+  Effect.gen(function* () {
+    // Reported before the attempt ends, so a crash in between reports again (the report is
+    // keyed by the run) rather than not at all; an attempt no longer running reports nothing.
+    const context =
+      outcome.status === "FAILED" && outcome.error !== null
+        ? yield* Records.failureContext(run, outcome.retryable)
+        : Option.none()
+    if (outcome.status === "FAILED" && outcome.error !== null) {
+      const report = (yield* WorkflowTypes).get(run.workflowType)?.reportFailure
+      if (report !== undefined && Option.isSome(context) && context.value.final) {
+        yield* report({
+          run,
+          error: outcome.error,
+          step: context.value.step,
+          attempts: run.attempt,
+          model: context.value.model,
+          provider: context.value.provider
+        }).pipe(
+          // A report that could not be recorded must not keep the attempt from ending.
+          Effect.catch((error) =>
+            Effect.logError("failure_report_failed").pipe(
+              Effect.annotateLogs({ run_id: run.runId, code: error.code, error: error.message })
+            )
+          )
+        )
+      }
+    }
+    const ended = yield* Records.finishAttempt(run, outcome)
+    // Counted by the finish that ended the attempt, so a replayed activity counts it once.
+    if (ended && outcome.status === "FAILED") {
+      yield* recordAttemptFailure(
+        Option.match(context, { onNone: () => "execute", onSome: (c) => c.step }),
+        outcome.error?.code ?? "unknown"
+      )
+    }
+  })
+
+/** Release-sandbox's body: the sandbox the attempt recorded, if it acquired one. */
+const releaseSandbox = (run: AttemptRun, acquired: Prepared | null) =>
+  Effect.gen(function* () {
+    if (acquired === null) return
+    const current = yield* Records.loadAttempt(run.organizationId, run.runId, run.attempt)
+    const sandboxId = Option.getOrUndefined(current)?.sandboxId
+    if (sandboxId === null || sandboxId === undefined) return
+    const provider = yield* providerOf(acquired.provider)
+    yield* provider.release({ id: sandboxId, provider: acquired.provider }).pipe(Effect.mapError(fromSandboxError))
+  })
+
 export const RunAttemptWorkflowLive = RunAttemptWorkflow.toLayer(
   // One span for the attempt and one per activity and step beneath it, each carrying the run's
   // correlation ids (docs/operations.md: Traces).
@@ -364,197 +547,21 @@ export const RunAttemptWorkflowLive = RunAttemptWorkflow.toLayer(
         name: "prepare",
         success: JournaledPrepare,
         error: StepFailure,
-        execute: step(
-          run,
-          "prepare",
-          Effect.gen(function* () {
-            yield* Effect.flatMap(MigrationGate, (gate) => gate.awaitReady)
-            yield* checkCancel(run)
-            const type = (yield* WorkflowTypes).get(run.workflowType)
-            if (type === undefined) {
-              return yield* new StepFailure({
-                code: "unknown_workflow_type",
-                message: `no workflow type ${run.workflowType} is registered`,
-                retryable: false
-              })
-            }
-            // An earlier attempt's agent succeeded and its outputs were kept: only publish is left.
-            const kept = yield* Effect.mapError(
-              Effect.flatMap(RunOutputs, (outputs) => outputs.kept(run)),
-              fromAttemptError
-            )
-            if (Option.isSome(kept)) {
-              yield* Effect.logInfo("attempt_publishes_kept_outputs").pipe(
-                Effect.annotateLogs({ run_id: run.runId, attempt: run.attempt, agent_attempt: kept.value.attempt })
-              )
-              return { prepared: null, kept: kept.value.result }
-            }
-            const made = yield* Effect.mapError(type.prepare(run), fromAttemptError)
-            const requestKey = yield* Effect.mapError(
-              Effect.flatMap(SealedRequests, (requests) =>
-                requests.write(run, { request: made.request, grants: made.grants })
-              ),
-              fromAttemptError
-            )
-            yield* Records.recordPrepared(run, { requestKey, model: made.model, provider: made.provider })
-            return {
-              prepared: {
-                requestKey,
-                provider: made.sandbox.provider,
-                instanceClass: made.sandbox.instanceClass,
-                egressTier: made.sandbox.egressTier,
-                agent: made.request.agent.kind
-              },
-              kept: null
-            }
-          })
-        )
+        execute: step(run, "prepare", prepareAttempt(run))
       }).pipe(Effect.result)
       /** The sandbox this attempt acquired (none when it only publishes kept outputs). */
       const sandboxOf = prepared._tag === "Success" ? outcomeOf(prepared.success).prepared : null
 
-      const publish = (result: RunState) =>
-        Activity.make({
-          name: "publish",
-          error: StepFailure,
-          execute: step(
-            run,
-            "publish",
-            Effect.gen(function* () {
-              const type = (yield* WorkflowTypes).get(run.workflowType)
-              if (type === undefined) return
-              const outputs = yield* RunOutputs
-              yield* Effect.mapError(
-                type.publish({ run, result, file: (path) => outputs.read(run, path) }),
-                fromAttemptError
-              )
-            })
-          )
-        })
-
-      const main = Effect.gen(function* () {
-        if (prepared._tag === "Failure") return yield* prepared.failure
-        const { kept, prepared: ready } = outcomeOf(prepared.success)
-        if (kept !== null) {
-          yield* publish(kept)
-          return kept
-        }
-        if (ready === null) return yield* Effect.die(new Error("prepare answered neither a run nor kept outputs"))
-        yield* Activity.make({
-          name: "acquire-sandbox",
-          success: Acquired,
-          error: StepFailure,
-          execute: step(
-            run,
-            "acquire-sandbox",
-            Effect.gen(function* () {
-              yield* checkCancel(run)
-              const { sandbox } = yield* connect(run, ready)
-              yield* Records.recordSandbox(run, { provider: sandbox.provider, id: sandbox.id })
-              return { provider: sandbox.provider, id: sandbox.id }
-            })
-          )
-        })
-        for (let chunk = 1; ; chunk++) {
-          const executed = yield* Activity.make({
-            name: `execute/${chunk}`,
-            success: Executed,
-            error: StepFailure,
-            execute: step(run, "execute", executeChunk(run, ready))
-          })
-          if (!executed.finished) continue
-          if (executed.result === null) return yield* stale()
-          const result = executed.result
-          if (result.status === "SUCCEEDED") yield* publish(result)
-          return result
-        }
-      })
-
-      const ended = yield* Effect.result(main)
-      const outcome: Records.AttemptOutcome =
-        ended._tag === "Success"
-          ? {
-              status: ended.success.status === "RUNNING" ? "FAILED" : ended.success.status,
-              retryable: ended.success.retryable,
-              exitReason:
-                ended.success.status === "SUCCEEDED"
-                  ? "succeeded"
-                  : ended.success.status === "CANCELLED"
-                    ? "cancelled"
-                    : (ended.success.error?.code ?? "agent_failed"),
-              error: ended.success.error,
-              // Publishing kept outputs, the agent's usage is the earlier attempt's, which ended
-              // failed (at publish) and recorded none: it is counted here, once.
-              usage: ended.success.usage
-            }
-          : {
-              status: ended.failure.code === "cancelled" ? "CANCELLED" : "FAILED",
-              retryable: ended.failure.retryable,
-              exitReason: ended.failure.code,
-              error: { code: ended.failure.code, message: ended.failure.message },
-              usage: null
-            }
+      const outcome = attemptOutcomeOf(yield* Effect.result(runToEnd(run, prepared)))
 
       yield* Activity.make({
         name: "finish-attempt",
-        execute: step(
-          run,
-          "finish-attempt",
-          Effect.gen(function* () {
-            // Reported before the attempt ends, so a crash in between reports again (the report is
-            // keyed by the run) rather than not at all; an attempt no longer running reports nothing.
-            const context =
-              outcome.status === "FAILED" && outcome.error !== null
-                ? yield* Records.failureContext(run, outcome.retryable)
-                : Option.none()
-            if (outcome.status === "FAILED" && outcome.error !== null) {
-              const report = (yield* WorkflowTypes).get(run.workflowType)?.reportFailure
-              if (report !== undefined && Option.isSome(context) && context.value.final) {
-                yield* report({
-                  run,
-                  error: outcome.error,
-                  step: context.value.step,
-                  attempts: run.attempt,
-                  model: context.value.model,
-                  provider: context.value.provider
-                }).pipe(
-                  // A report that could not be recorded must not keep the attempt from ending.
-                  Effect.catch((error) =>
-                    Effect.logError("failure_report_failed").pipe(
-                      Effect.annotateLogs({ run_id: run.runId, code: error.code, error: error.message })
-                    )
-                  )
-                )
-              }
-            }
-            const ended = yield* Records.finishAttempt(run, outcome)
-            // Counted by the finish that ended the attempt, so a replayed activity counts it once.
-            if (ended && outcome.status === "FAILED") {
-              yield* recordAttemptFailure(
-                Option.match(context, { onNone: () => "execute", onSome: (c) => c.step }),
-                outcome.error?.code ?? "unknown"
-              )
-            }
-          })
-        )
+        execute: step(run, "finish-attempt", finishAttempt(run, outcome))
       })
       yield* Activity.make({
         name: "release-sandbox",
         error: StepFailure,
-        execute: step(
-          run,
-          "release-sandbox",
-          Effect.gen(function* () {
-            if (sandboxOf === null) return
-            const current = yield* Records.loadAttempt(run.organizationId, run.runId, run.attempt)
-            const sandboxId = Option.getOrUndefined(current)?.sandboxId
-            if (sandboxId === null || sandboxId === undefined) return
-            const provider = yield* providerOf(sandboxOf.provider)
-            yield* provider
-              .release({ id: sandboxId, provider: sandboxOf.provider })
-              .pipe(Effect.mapError(fromSandboxError))
-          })
-        )
+        execute: step(run, "release-sandbox", releaseSandbox(run, sandboxOf))
       }).pipe(Effect.catch((failure) => Effect.logError("sandbox_release_failed", failure.message)))
       yield* Activity.make({ name: "notify-scheduler", execute: step(run, "notify-scheduler", wakeScheduler) })
     },

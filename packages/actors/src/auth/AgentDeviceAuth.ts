@@ -385,462 +385,529 @@ type RefreshOutcome =
   | { readonly _tag: "Ended"; readonly row: DeviceAuthorizationRecord }
   | { readonly _tag: "Deferred"; readonly row: DeviceAuthorizationRecord }
 
+type OAuthClient = ReturnType<typeof makeOAuthClient>
+
+/**
+ * What the steps of one entity's flows share: the entity's own client (for its alarms), its
+ * in-memory timer, the mirrored row's store and the provider.
+ */
+interface Flow {
+  readonly settings: AgentDeviceAuthSettings
+  readonly store: DeviceAuthorizations["Service"]
+  readonly oauth: OAuthClient
+  readonly self: ReturnType<Effect.Success<typeof AgentDeviceAuth.client>>
+  readonly timer: FiberHandle.FiberHandle<void, never>
+}
+
+const now = Effect.map(Clock.currentTimeMillis, (millis) => new Date(millis))
+const after = (from: Date, millis: number) => new Date(from.getTime() + millis)
+const backoff = (settings: AgentDeviceAuthSettings, failures: number) =>
+  Math.min(Duration.toMillis(settings.retryMax), Duration.toMillis(settings.retryBase) * 2 ** (failures - 1))
+/** Before expiry by the margin, but never in the first half of the token's life. */
+const refreshAt = (settings: AgentDeviceAuthSettings, from: Date, expiresAt: Date) =>
+  new Date(
+    Math.max(
+      expiresAt.getTime() - Duration.toMillis(settings.refreshMargin),
+      from.getTime() + (expiresAt.getTime() - from.getTime()) / 2
+    )
+  )
+
+const withKey = <A, R>(
+  entityId: string,
+  parsed: Option.Option<DeviceAuthorizationKey>,
+  use: (key: DeviceAuthorizationKey) => Effect.Effect<A, AgentDeviceAuthError, R>
+): Effect.Effect<A, AgentDeviceAuthError, R> =>
+  Option.match(parsed, {
+    onNone: () =>
+      Effect.fail(
+        new AgentDeviceAuthError({
+          reason: "InvalidId",
+          message: `"${entityId}" is not ORGANIZATION:<organization>:- or REPOSITORY:<organization>:<repository>`
+        })
+      ),
+    onSome: use
+  })
+
+/**
+ * Sets the alarm for `at`: the durable one first, so a crash before the row is written
+ * leaves an alarm that finds the poll or refresh due, rather than a row nobody wakes.
+ */
+const arm = Effect.fn("AgentDeviceAuth.arm")(function* (flow: Flow, flowId: string, at: Date) {
+  yield* flow.self
+    .Alarm(new AlarmPayload({ flowId, at: DateTime.fromDateUnsafe(at) }), { discard: true })
+    .pipe(Effect.retry({ schedule: Schedule.exponential(Duration.millis(50)), times: 4 }), Effect.orDie)
+  const delay = Math.max(0, at.getTime() - (yield* Clock.currentTimeMillis))
+  yield* FiberHandle.run(
+    flow.timer,
+    Effect.sleep(Duration.millis(delay)).pipe(
+      Effect.andThen(flow.self.Wake({ flowId }, { discard: true })),
+      Effect.ignore
+    )
+  )
+})
+
+const logStatus = (row: DeviceAuthorizationRecord) =>
+  Effect.logInfo("device_authorization_status").pipe(
+    Effect.annotateLogs({ device_authorization_id: row.id, status: row.status, flow_id: row.flowId })
+  )
+
+/** The entity's own writes: a store failure here is a defect (only `Start` can name a scope that is not). */
+const save = (
+  flow: Flow,
+  key: DeviceAuthorizationKey,
+  state: DeviceAuthorizationState,
+  secrets: DeviceAuthorizationSecrets
+) => flow.store.save(key, state, secrets).pipe(Effect.orDie)
+
+/** Ends the flow (or the sign-in): no alarm, every secret erased. */
+const end = Effect.fn("AgentDeviceAuth.end")(function* (
+  flow: Flow,
+  key: DeviceAuthorizationKey,
+  row: DeviceAuthorizationRecord,
+  status: DeviceAuthorizationStatus,
+  error: string | null
+) {
+  yield* FiberHandle.clear(flow.timer)
+  const ended = yield* save(flow, key, { ...stateOf(row), status, error, nextAlarmAt: null, failures: 0 }, CLEARED)
+  yield* logStatus(ended)
+  return ended
+})
+
+/** Stores a token grant (the device code's, or a refresh's) and sets the refresh alarm. */
+const storeTokens = Effect.fn("AgentDeviceAuth.storeTokens")(function* (
+  flow: Flow,
+  key: DeviceAuthorizationKey,
+  row: DeviceAuthorizationRecord,
+  grant: TokenGrant,
+  at: Date,
+  refreshed: boolean
+) {
+  const tokenExpiresAt = grant.expiresInSeconds === null ? null : after(at, grant.expiresInSeconds * 1000)
+  const refreshable = Option.isSome(grant.refreshToken) || (refreshed && row.hasRefreshToken)
+  // Without a refresh token the alarm only marks the sign-in over once the token expires.
+  const next =
+    tokenExpiresAt === null ? null : refreshable ? refreshAt(flow.settings, at, tokenExpiresAt) : tokenExpiresAt
+  if (next !== null) yield* arm(flow, row.flowId, next)
+  const stored = yield* save(
+    flow,
+    key,
+    {
+      ...stateOf(row),
+      status: "AUTHORIZED",
+      tokenExpiresAt,
+      lastRefreshedAt: refreshed ? at : null,
+      error: null,
+      nextAlarmAt: next,
+      failures: 0
+    },
+    {
+      deviceCode: null,
+      accessToken: grant.accessToken,
+      // A refresh answer without a refresh token leaves the current one valid (RFC 6749 §6).
+      ...(Option.isSome(grant.refreshToken)
+        ? { refreshToken: grant.refreshToken.value }
+        : refreshed
+          ? {}
+          : { refreshToken: null })
+    }
+  )
+  if (!refreshed) yield* logStatus(stored)
+  return { token: { access_token: grant.accessToken, expires_at: iso(tokenExpiresAt) }, row: stored }
+})
+
+const CODE_EXPIRED = "The sign-in code expired before it was approved; start the sign-in again."
+
+/**
+ * Sets the next poll of a PENDING flow `delay` after `answeredAt` and records it. The interval
+ * runs from the answer, so no two requests are closer than it (RFC 8628 §3.5).
+ */
+const pollAgain = (
+  flow: Flow,
+  key: DeviceAuthorizationKey,
+  row: DeviceAuthorizationRecord,
+  answeredAt: Date,
+  next: { readonly intervalSeconds: number; readonly delay: number; readonly failures: number },
+  error: string | null
+) =>
+  Effect.gen(function* () {
+    const due = after(answeredAt, next.delay)
+    // Never past the code's end: the alarm then marks the flow EXPIRED on time.
+    const alarmAt = row.expiresAt !== null && due.getTime() > row.expiresAt.getTime() ? row.expiresAt : due
+    yield* arm(flow, row.flowId, alarmAt)
+    return yield* save(
+      flow,
+      key,
+      {
+        ...stateOf(row),
+        intervalSeconds: next.intervalSeconds,
+        nextAlarmAt: alarmAt,
+        failures: next.failures,
+        error
+      },
+      {}
+    )
+  })
+
+/** One poll of the token endpoint for a PENDING flow (RFC 8628 §3.4–3.5). */
+const poll = Effect.fn("AgentDeviceAuth.poll")(function* (
+  flow: Flow,
+  key: DeviceAuthorizationKey,
+  row: DeviceAuthorizationRecord,
+  at: Date
+) {
+  if (row.expiresAt !== null && at.getTime() >= row.expiresAt.getTime()) {
+    return yield* end(flow, key, row, "EXPIRED", CODE_EXPIRED)
+  }
+  const secrets = yield* Effect.result(flow.store.openSecrets(key))
+  if (Result.isFailure(secrets) || Option.isNone(secrets.success.deviceCode)) {
+    return yield* end(
+      flow,
+      key,
+      row,
+      "FAILED",
+      "The device code of this sign-in cannot be read; start the sign-in again."
+    )
+  }
+  const answer = yield* Effect.result(flow.oauth.pollToken(secrets.success.deviceCode.value))
+  if (Result.isSuccess(answer)) return (yield* storeTokens(flow, key, row, answer.success, at, false)).row
+  const failure = answer.failure
+  const interval = row.intervalSeconds ?? 5
+  const answeredAt = yield* now
+  if (failure._tag === "OAuthUnavailable") {
+    const failures = row.failures + 1
+    yield* Effect.logWarning("device_authorization_poll_failed").pipe(
+      Effect.annotateLogs({ device_authorization_id: key.id, detail: failure.detail, failures })
+    )
+    return yield* pollAgain(
+      flow,
+      key,
+      row,
+      answeredAt,
+      { intervalSeconds: interval, delay: Math.max(interval * 1000, backoff(flow.settings, failures)), failures },
+      `Polling the provider failed (${failure.detail}); retrying.`
+    )
+  }
+  switch (failure.code) {
+    case "authorization_pending":
+      return yield* pollAgain(
+        flow,
+        key,
+        row,
+        answeredAt,
+        { intervalSeconds: interval, delay: interval * 1000, failures: 0 },
+        null
+      )
+    case "slow_down":
+      // RFC 8628 §3.5: "the interval MUST be increased by 5 seconds for this and all subsequent requests".
+      return yield* pollAgain(
+        flow,
+        key,
+        row,
+        answeredAt,
+        { intervalSeconds: interval + 5, delay: (interval + 5) * 1000, failures: 0 },
+        null
+      )
+    case "access_denied":
+      return yield* end(flow, key, row, "DENIED", "The sign-in was denied at the provider.")
+    case "expired_token":
+      return yield* end(flow, key, row, "EXPIRED", CODE_EXPIRED)
+    default:
+      return yield* end(flow, key, row, "FAILED", `The provider refused the device code (${failure.code}).`)
+  }
+})
+
+/** Refreshes an AUTHORIZED sign-in (RFC 6749 §6). */
+const refresh = Effect.fn("AgentDeviceAuth.refresh")(function* (
+  flow: Flow,
+  key: DeviceAuthorizationKey,
+  row: DeviceAuthorizationRecord,
+  at: Date
+) {
+  const ended = (status: DeviceAuthorizationStatus, error: string) =>
+    Effect.map(end(flow, key, row, status, error), (ended): RefreshOutcome => ({ _tag: "Ended", row: ended }))
+  const secrets = yield* Effect.result(flow.store.openSecrets(key))
+  if (Result.isFailure(secrets)) {
+    return yield* ended(
+      "REAUTH_REQUIRED",
+      "The stored AGENT_ONE credential cannot be opened with the instance's keys; sign in again."
+    )
+  }
+  if (Option.isNone(secrets.success.refreshToken)) {
+    return yield* ended(
+      "REAUTH_REQUIRED",
+      "The AGENT_ONE access token expired and the provider issued no refresh token; sign in again."
+    )
+  }
+  const answer = yield* Effect.result(flow.oauth.refresh(secrets.success.refreshToken.value))
+  if (Result.isSuccess(answer)) {
+    const stored = yield* storeTokens(flow, key, row, answer.success, at, true)
+    yield* Effect.logInfo("device_authorization_refreshed").pipe(
+      Effect.annotateLogs({
+        device_authorization_id: key.id,
+        token_expires_at: stored.token.expires_at ?? "unknown"
+      })
+    )
+    return { _tag: "Refreshed", token: stored.token } satisfies RefreshOutcome
+  }
+  const failure = answer.failure
+  if (failure._tag === "OAuthRefused") {
+    return yield* failure.code === "invalid_grant"
+      ? ended(
+          "REAUTH_REQUIRED",
+          "The provider no longer accepts this AGENT_ONE sign-in (its refresh was refused: invalid_grant); sign in again."
+        )
+      : ended("FAILED", `The provider refused the token refresh (${failure.code}).`)
+  }
+  const failures = row.failures + 1
+  const next = after(yield* now, backoff(flow.settings, failures))
+  yield* Effect.logWarning("device_authorization_refresh_failed").pipe(
+    Effect.annotateLogs({ device_authorization_id: key.id, detail: failure.detail, failures })
+  )
+  yield* arm(flow, row.flowId, next)
+  const deferred = yield* save(
+    flow,
+    key,
+    {
+      ...stateOf(row),
+      nextAlarmAt: next,
+      failures,
+      error: `Refreshing the access token failed (${failure.detail}); retrying.`
+    },
+    {}
+  )
+  return { _tag: "Deferred", row: deferred } satisfies RefreshOutcome
+})
+
+/**
+ * What an alarm does: whatever the row says is due. An alarm of another flow, or one that
+ * comes early, only makes sure the row's own alarm is set.
+ */
+const tick = Effect.fn("AgentDeviceAuth.tick")(function* (flow: Flow, key: DeviceAuthorizationKey, flowId: string) {
+  const found = yield* flow.store.find(key)
+  if (Option.isNone(found)) return
+  const row = found.value
+  if (row.flowId !== flowId || !isActive(row.status) || row.nextAlarmAt === null) return
+  const at = yield* now
+  if (at.getTime() < row.nextAlarmAt.getTime()) return yield* arm(flow, row.flowId, row.nextAlarmAt)
+  // The provider's answer must reach the row: a device code is exchanged once, and a
+  // refresh token, once used, is gone.
+  yield* Effect.uninterruptible(
+    row.status === "PENDING" ? Effect.asVoid(poll(flow, key, row, at)) : Effect.asVoid(refresh(flow, key, row, at))
+  )
+})
+
+const onAlarm = (flow: Flow, entityId: string, parsed: Option.Option<DeviceAuthorizationKey>, flowId: string) =>
+  Option.match(parsed, {
+    onNone: () => Effect.void,
+    onSome: (key) =>
+      tick(flow, key, flowId).pipe(
+        Effect.sandbox,
+        Effect.retry({ schedule: Schedule.exponential(flow.settings.retryBase), times: 5 }),
+        Effect.catch((cause) =>
+          Effect.logError("device_authorization_alarm_failed", cause).pipe(
+            Effect.annotateLogs({ device_authorization_id: entityId })
+          )
+        )
+      )
+  })
+
+/** Makes up for an alarm whose handling failed for good (the database was away). */
+const catchUp = (flow: Flow, row: DeviceAuthorizationRecord, at: Date) =>
+  isActive(row.status) &&
+  row.nextAlarmAt !== null &&
+  at.getTime() - row.nextAlarmAt.getTime() > Duration.toMillis(OVERDUE)
+    ? flow.self.Wake({ flowId: row.flowId }, { discard: true }).pipe(Effect.ignore)
+    : Effect.void
+
+const prompt = (row: DeviceAuthorizationRecord): DeviceAuthorizationPrompt => ({
+  id: row.id,
+  status: "PENDING",
+  user_code: row.userCode ?? "",
+  verification_uri: row.verificationUri ?? "",
+  verification_uri_complete: row.verificationUriComplete,
+  interval_seconds: row.intervalSeconds ?? 5,
+  expires_at: iso(row.expiresAt) ?? ""
+})
+
+/** Asks the provider for a device code, retrying a provider that is away a couple of times. */
+const requestDeviceCode = (flow: Flow) =>
+  flow.oauth.requestDeviceCode.pipe(
+    Effect.retry({
+      schedule: Schedule.exponential(flow.settings.retryBase),
+      times: 2,
+      while: (error) => error._tag === "OAuthUnavailable"
+    }),
+    Effect.mapError((error) =>
+      error._tag === "OAuthRefused"
+        ? new AgentDeviceAuthError({
+            reason: "ProviderRejected",
+            message: `The provider refused the device authorization request (${error.code}).`
+          })
+        : new AgentDeviceAuthError({
+            reason: "ProviderUnavailable",
+            message: `The device authorization request failed: ${error.detail}.`
+          })
+    )
+  )
+
+const start = Effect.fn("AgentDeviceAuth.start")(function* (flow: Flow, key: DeviceAuthorizationKey) {
+  const at = yield* now
+  const existing = yield* flow.store.find(key)
+  if (Option.isSome(existing)) {
+    const row = existing.value
+    // Asking twice shows the same code while it is good: the user may already be typing it.
+    if (row.status === "PENDING" && row.expiresAt !== null && row.expiresAt.getTime() > at.getTime()) {
+      return prompt(row)
+    }
+    if (row.status === "AUTHORIZED") {
+      return yield* new AgentDeviceAuthError({
+        reason: "AlreadyAuthorized",
+        message: "AGENT_ONE is already signed in here; cancel that sign-in first to sign in again."
+      })
+    }
+  }
+  const grant = yield* requestDeviceCode(flow)
+  const flowId = randomUUID()
+  // The code's life counts from before the request, its first poll from after the answer.
+  const expiresAt = after(at, grant.expiresInSeconds * 1000)
+  const due = after(yield* now, grant.intervalSeconds * 1000)
+  const next = due.getTime() > expiresAt.getTime() ? expiresAt : due
+  yield* arm(flow, flowId, next)
+  const row = yield* flow.store
+    .save(
+      key,
+      {
+        provider: AGENT_ONE,
+        status: "PENDING",
+        userCode: grant.userCode,
+        verificationUri: grant.verificationUri,
+        verificationUriComplete: grant.verificationUriComplete,
+        intervalSeconds: grant.intervalSeconds,
+        expiresAt,
+        tokenExpiresAt: null,
+        lastRefreshedAt: null,
+        error: null,
+        flowId,
+        nextAlarmAt: next,
+        failures: 0
+      },
+      { deviceCode: grant.deviceCode, accessToken: null, refreshToken: null }
+    )
+    .pipe(
+      Effect.catchTag("DeviceAuthorizationsError", (error) =>
+        Effect.fail(new AgentDeviceAuthError({ reason: "UnknownScope", message: error.message }))
+      )
+    )
+  yield* logStatus(row)
+  return prompt(row)
+})
+
+const status = Effect.fn("AgentDeviceAuth.status")(function* (flow: Flow, key: DeviceAuthorizationKey) {
+  const found = yield* flow.store.find(key)
+  if (Option.isNone(found)) return null
+  yield* catchUp(flow, found.value, yield* now)
+  return toDeviceAuthorizationView(found.value)
+})
+
+const cancel = Effect.fn("AgentDeviceAuth.cancel")(function* (flow: Flow, key: DeviceAuthorizationKey) {
+  const found = yield* flow.store.find(key)
+  if (Option.isNone(found)) return null
+  const row = found.value
+  return toDeviceAuthorizationView(isActive(row.status) ? yield* end(flow, key, row, "CANCELLED", null) : row)
+})
+
+/** Why there is no token to hand out: the sign-in is missing, over, or must be renewed. */
+const notSignedIn = (row: DeviceAuthorizationRecord | undefined) =>
+  new AgentDeviceAuthError(
+    row?.status === "REAUTH_REQUIRED"
+      ? {
+          reason: "ReauthRequired",
+          message: row.error ?? "The AGENT_ONE sign-in must be renewed; sign in again."
+        }
+      : {
+          reason: "NotSignedIn",
+          message: `AGENT_ONE is not signed in here (status ${row?.status ?? "NONE"})${row?.error ? `: ${row.error}` : "."}`
+        }
+  )
+
+/** The stored access token, which is still good for longer than the margin. */
+const storedToken = (flow: Flow, key: DeviceAuthorizationKey, expiresAt: Date | null) =>
+  Effect.gen(function* () {
+    const secrets = yield* flow.store.openSecrets(key).pipe(
+      Effect.mapError(
+        (error) =>
+          new AgentDeviceAuthError({
+            reason: "ReauthRequired",
+            message: `The stored AGENT_ONE credential cannot be opened (${error.message}); sign in again.`
+          })
+      )
+    )
+    if (Option.isNone(secrets.accessToken)) {
+      return yield* new AgentDeviceAuthError({
+        reason: "ReauthRequired",
+        message: "No AGENT_ONE access token is stored; sign in again."
+      })
+    }
+    return { access_token: secrets.accessToken.value, expires_at: iso(expiresAt) }
+  })
+
+const accessToken = Effect.fn("AgentDeviceAuth.accessToken")(function* (flow: Flow, key: DeviceAuthorizationKey) {
+  const found = yield* flow.store.find(key)
+  const at = yield* now
+  if (Option.isNone(found) || found.value.status !== "AUTHORIZED") {
+    return yield* notSignedIn(Option.getOrUndefined(found))
+  }
+  const row = found.value
+  yield* catchUp(flow, row, at)
+  const expiresAt = row.tokenExpiresAt
+  if (expiresAt === null || expiresAt.getTime() - at.getTime() > Duration.toMillis(flow.settings.refreshMargin)) {
+    return yield* storedToken(flow, key, expiresAt)
+  }
+  const outcome = yield* Effect.uninterruptible(refresh(flow, key, row, at))
+  switch (outcome._tag) {
+    case "Refreshed":
+      return outcome.token
+    case "Ended":
+      return yield* new AgentDeviceAuthError({
+        reason: outcome.row.status === "REAUTH_REQUIRED" ? "ReauthRequired" : "NotSignedIn",
+        message: outcome.row.error ?? "The AGENT_ONE sign-in ended; sign in again."
+      })
+    case "Deferred": {
+      // The current token still works until it expires; the alarm keeps trying.
+      if (expiresAt.getTime() > at.getTime()) {
+        const secrets = yield* Effect.orDie(flow.store.openSecrets(key))
+        if (Option.isSome(secrets.accessToken)) {
+          return { access_token: secrets.accessToken.value, expires_at: iso(expiresAt) }
+        }
+      }
+      return yield* new AgentDeviceAuthError({
+        reason: "ProviderUnavailable",
+        message: outcome.row.error ?? "The provider could not refresh the AGENT_ONE access token; retrying."
+      })
+    }
+  }
+})
+
 export const AgentDeviceAuthLive = (settings: AgentDeviceAuthSettings) =>
   AgentDeviceAuth.toLayer(
     Effect.gen(function* () {
       const address = yield* Entity.CurrentAddress
-      const store = yield* DeviceAuthorizations
-      const oauth = makeOAuthClient(settings, yield* HttpClient.HttpClient)
-      const self = (yield* AgentDeviceAuth.client)(address.entityId)
-      const timer = yield* FiberHandle.make<void, never>()
-      const parsed = parseAgentDeviceAuthId(address.entityId)
-      const margin = Duration.toMillis(settings.refreshMargin)
-
-      const now = Effect.map(Clock.currentTimeMillis, (millis) => new Date(millis))
-      const after = (from: Date, millis: number) => new Date(from.getTime() + millis)
-      const backoff = (failures: number) =>
-        Math.min(Duration.toMillis(settings.retryMax), Duration.toMillis(settings.retryBase) * 2 ** (failures - 1))
-      /** Before expiry by the margin, but never in the first half of the token's life. */
-      const refreshAt = (from: Date, expiresAt: Date) =>
-        new Date(Math.max(expiresAt.getTime() - margin, from.getTime() + (expiresAt.getTime() - from.getTime()) / 2))
-
-      const withKey = <A, R>(
-        use: (key: DeviceAuthorizationKey) => Effect.Effect<A, AgentDeviceAuthError, R>
-      ): Effect.Effect<A, AgentDeviceAuthError, R> =>
-        Option.match(parsed, {
-          onNone: () =>
-            Effect.fail(
-              new AgentDeviceAuthError({
-                reason: "InvalidId",
-                message: `"${address.entityId}" is not ORGANIZATION:<organization>:- or REPOSITORY:<organization>:<repository>`
-              })
-            ),
-          onSome: use
-        })
-
-      /**
-       * Sets the alarm for `at`: the durable one first, so a crash before the row is written
-       * leaves an alarm that finds the poll or refresh due, rather than a row nobody wakes.
-       */
-      const arm = Effect.fn("AgentDeviceAuth.arm")(function* (flowId: string, at: Date) {
-        yield* self
-          .Alarm(new AlarmPayload({ flowId, at: DateTime.fromDateUnsafe(at) }), { discard: true })
-          .pipe(Effect.retry({ schedule: Schedule.exponential(Duration.millis(50)), times: 4 }), Effect.orDie)
-        const delay = Math.max(0, at.getTime() - (yield* Clock.currentTimeMillis))
-        yield* FiberHandle.run(
-          timer,
-          Effect.sleep(Duration.millis(delay)).pipe(
-            Effect.andThen(self.Wake({ flowId }, { discard: true })),
-            Effect.ignore
-          )
-        )
-      })
-
-      const logStatus = (row: DeviceAuthorizationRecord) =>
-        Effect.logInfo("device_authorization_status").pipe(
-          Effect.annotateLogs({ device_authorization_id: row.id, status: row.status, flow_id: row.flowId })
-        )
-
-      /** The entity's own writes: a store failure here is a defect (only `Start` can name a scope that is not). */
-      const save = (
-        key: DeviceAuthorizationKey,
-        state: DeviceAuthorizationState,
-        secrets: DeviceAuthorizationSecrets
-      ) => store.save(key, state, secrets).pipe(Effect.orDie)
-
-      /** Ends the flow (or the sign-in): no alarm, every secret erased. */
-      const end = Effect.fn("AgentDeviceAuth.end")(function* (
-        key: DeviceAuthorizationKey,
-        row: DeviceAuthorizationRecord,
-        status: DeviceAuthorizationStatus,
-        error: string | null
-      ) {
-        yield* FiberHandle.clear(timer)
-        const ended = yield* save(key, { ...stateOf(row), status, error, nextAlarmAt: null, failures: 0 }, CLEARED)
-        yield* logStatus(ended)
-        return ended
-      })
-
-      /** Stores a token grant (the device code's, or a refresh's) and sets the refresh alarm. */
-      const storeTokens = Effect.fn("AgentDeviceAuth.storeTokens")(function* (
-        key: DeviceAuthorizationKey,
-        row: DeviceAuthorizationRecord,
-        grant: TokenGrant,
-        at: Date,
-        refreshed: boolean
-      ) {
-        const tokenExpiresAt = grant.expiresInSeconds === null ? null : after(at, grant.expiresInSeconds * 1000)
-        const refreshable = Option.isSome(grant.refreshToken) || (refreshed && row.hasRefreshToken)
-        // Without a refresh token the alarm only marks the sign-in over once the token expires.
-        const next = tokenExpiresAt === null ? null : refreshable ? refreshAt(at, tokenExpiresAt) : tokenExpiresAt
-        if (next !== null) yield* arm(row.flowId, next)
-        const stored = yield* save(
-          key,
-          {
-            ...stateOf(row),
-            status: "AUTHORIZED",
-            tokenExpiresAt,
-            lastRefreshedAt: refreshed ? at : null,
-            error: null,
-            nextAlarmAt: next,
-            failures: 0
-          },
-          {
-            deviceCode: null,
-            accessToken: grant.accessToken,
-            // A refresh answer without a refresh token leaves the current one valid (RFC 6749 §6).
-            ...(Option.isSome(grant.refreshToken)
-              ? { refreshToken: grant.refreshToken.value }
-              : refreshed
-                ? {}
-                : { refreshToken: null })
-          }
-        )
-        if (!refreshed) yield* logStatus(stored)
-        return { token: { access_token: grant.accessToken, expires_at: iso(tokenExpiresAt) }, row: stored }
-      })
-
-      /** One poll of the token endpoint for a PENDING flow (RFC 8628 §3.4–3.5). */
-      const poll = Effect.fn("AgentDeviceAuth.poll")(function* (
-        key: DeviceAuthorizationKey,
-        row: DeviceAuthorizationRecord,
-        at: Date
-      ) {
-        if (row.expiresAt !== null && at.getTime() >= row.expiresAt.getTime()) {
-          return yield* end(
-            key,
-            row,
-            "EXPIRED",
-            "The sign-in code expired before it was approved; start the sign-in again."
-          )
-        }
-        const secrets = yield* Effect.result(store.openSecrets(key))
-        if (Result.isFailure(secrets) || Option.isNone(secrets.success.deviceCode)) {
-          return yield* end(
-            key,
-            row,
-            "FAILED",
-            "The device code of this sign-in cannot be read; start the sign-in again."
-          )
-        }
-        const answer = yield* Effect.result(oauth.pollToken(secrets.success.deviceCode.value))
-        if (Result.isSuccess(answer)) return (yield* storeTokens(key, row, answer.success, at, false)).row
-        const failure = answer.failure
-        const interval = row.intervalSeconds ?? 5
-        // The interval runs from the answer, so no two requests are closer than it (RFC 8628 §3.5).
-        const answeredAt = yield* now
-        const again = (intervalSeconds: number, delay: number, failures: number, error: string | null) =>
-          Effect.gen(function* () {
-            const due = after(answeredAt, delay)
-            // Never past the code's end: the alarm then marks the flow EXPIRED on time.
-            const next = row.expiresAt !== null && due.getTime() > row.expiresAt.getTime() ? row.expiresAt : due
-            yield* arm(row.flowId, next)
-            return yield* save(key, { ...stateOf(row), intervalSeconds, nextAlarmAt: next, failures, error }, {})
-          })
-        if (failure._tag === "OAuthUnavailable") {
-          const failures = row.failures + 1
-          yield* Effect.logWarning("device_authorization_poll_failed").pipe(
-            Effect.annotateLogs({ device_authorization_id: key.id, detail: failure.detail, failures })
-          )
-          return yield* again(
-            interval,
-            Math.max(interval * 1000, backoff(failures)),
-            failures,
-            `Polling the provider failed (${failure.detail}); retrying.`
-          )
-        }
-        switch (failure.code) {
-          case "authorization_pending":
-            return yield* again(interval, interval * 1000, 0, null)
-          case "slow_down":
-            // RFC 8628 §3.5: "the interval MUST be increased by 5 seconds for this and all subsequent requests".
-            return yield* again(interval + 5, (interval + 5) * 1000, 0, null)
-          case "access_denied":
-            return yield* end(key, row, "DENIED", "The sign-in was denied at the provider.")
-          case "expired_token":
-            return yield* end(
-              key,
-              row,
-              "EXPIRED",
-              "The sign-in code expired before it was approved; start the sign-in again."
-            )
-          default:
-            return yield* end(key, row, "FAILED", `The provider refused the device code (${failure.code}).`)
-        }
-      })
-
-      /** Refreshes an AUTHORIZED sign-in (RFC 6749 §6). */
-      const refresh = Effect.fn("AgentDeviceAuth.refresh")(function* (
-        key: DeviceAuthorizationKey,
-        row: DeviceAuthorizationRecord,
-        at: Date
-      ) {
-        const secrets = yield* Effect.result(store.openSecrets(key))
-        if (Result.isFailure(secrets)) {
-          const ended = yield* end(
-            key,
-            row,
-            "REAUTH_REQUIRED",
-            "The stored AGENT_ONE credential cannot be opened with the instance's keys; sign in again."
-          )
-          return { _tag: "Ended", row: ended } satisfies RefreshOutcome
-        }
-        if (Option.isNone(secrets.success.refreshToken)) {
-          const ended = yield* end(
-            key,
-            row,
-            "REAUTH_REQUIRED",
-            "The AGENT_ONE access token expired and the provider issued no refresh token; sign in again."
-          )
-          return { _tag: "Ended", row: ended } satisfies RefreshOutcome
-        }
-        const answer = yield* Effect.result(oauth.refresh(secrets.success.refreshToken.value))
-        if (Result.isSuccess(answer)) {
-          const stored = yield* storeTokens(key, row, answer.success, at, true)
-          yield* Effect.logInfo("device_authorization_refreshed").pipe(
-            Effect.annotateLogs({
-              device_authorization_id: key.id,
-              token_expires_at: stored.token.expires_at ?? "unknown"
-            })
-          )
-          return { _tag: "Refreshed", token: stored.token } satisfies RefreshOutcome
-        }
-        const failure = answer.failure
-        if (failure._tag === "OAuthRefused") {
-          const ended =
-            failure.code === "invalid_grant"
-              ? yield* end(
-                  key,
-                  row,
-                  "REAUTH_REQUIRED",
-                  "The provider no longer accepts this AGENT_ONE sign-in (its refresh was refused: invalid_grant); sign in again."
-                )
-              : yield* end(key, row, "FAILED", `The provider refused the token refresh (${failure.code}).`)
-          return { _tag: "Ended", row: ended } satisfies RefreshOutcome
-        }
-        const failures = row.failures + 1
-        const next = after(yield* now, backoff(failures))
-        yield* Effect.logWarning("device_authorization_refresh_failed").pipe(
-          Effect.annotateLogs({ device_authorization_id: key.id, detail: failure.detail, failures })
-        )
-        yield* arm(row.flowId, next)
-        const deferred = yield* save(
-          key,
-          {
-            ...stateOf(row),
-            nextAlarmAt: next,
-            failures,
-            error: `Refreshing the access token failed (${failure.detail}); retrying.`
-          },
-          {}
-        )
-        return { _tag: "Deferred", row: deferred } satisfies RefreshOutcome
-      })
-
-      /**
-       * What an alarm does: whatever the row says is due. An alarm of another flow, or one that
-       * comes early, only makes sure the row's own alarm is set.
-       */
-      const tick = Effect.fn("AgentDeviceAuth.tick")(function* (key: DeviceAuthorizationKey, flowId: string) {
-        const found = yield* store.find(key)
-        if (Option.isNone(found)) return
-        const row = found.value
-        if (row.flowId !== flowId || !isActive(row.status) || row.nextAlarmAt === null) return
-        const at = yield* now
-        if (at.getTime() < row.nextAlarmAt.getTime()) return yield* arm(row.flowId, row.nextAlarmAt)
-        // The provider's answer must reach the row: a device code is exchanged once, and a
-        // refresh token, once used, is gone.
-        yield* Effect.uninterruptible(
-          row.status === "PENDING" ? Effect.asVoid(poll(key, row, at)) : Effect.asVoid(refresh(key, row, at))
-        )
-      })
-
-      const onAlarm = (flowId: string) =>
-        Option.match(parsed, {
-          onNone: () => Effect.void,
-          onSome: (key) =>
-            tick(key, flowId).pipe(
-              Effect.sandbox,
-              Effect.retry({ schedule: Schedule.exponential(settings.retryBase), times: 5 }),
-              Effect.catch((cause) =>
-                Effect.logError("device_authorization_alarm_failed", cause).pipe(
-                  Effect.annotateLogs({ device_authorization_id: address.entityId })
-                )
-              )
-            )
-        })
-
-      /** Makes up for an alarm whose handling failed for good (the database was away). */
-      const catchUp = (row: DeviceAuthorizationRecord, at: Date) =>
-        isActive(row.status) &&
-        row.nextAlarmAt !== null &&
-        at.getTime() - row.nextAlarmAt.getTime() > Duration.toMillis(OVERDUE)
-          ? self.Wake({ flowId: row.flowId }, { discard: true }).pipe(Effect.ignore)
-          : Effect.void
-
-      const prompt = (row: DeviceAuthorizationRecord): DeviceAuthorizationPrompt => ({
-        id: row.id,
-        status: "PENDING",
-        user_code: row.userCode ?? "",
-        verification_uri: row.verificationUri ?? "",
-        verification_uri_complete: row.verificationUriComplete,
-        interval_seconds: row.intervalSeconds ?? 5,
-        expires_at: iso(row.expiresAt) ?? ""
-      })
-
-      const start = Effect.fn("AgentDeviceAuth.start")(function* (key: DeviceAuthorizationKey) {
-        const at = yield* now
-        const existing = yield* store.find(key)
-        if (Option.isSome(existing)) {
-          const row = existing.value
-          // Asking twice shows the same code while it is good: the user may already be typing it.
-          if (row.status === "PENDING" && row.expiresAt !== null && row.expiresAt.getTime() > at.getTime()) {
-            return prompt(row)
-          }
-          if (row.status === "AUTHORIZED") {
-            return yield* new AgentDeviceAuthError({
-              reason: "AlreadyAuthorized",
-              message: "AGENT_ONE is already signed in here; cancel that sign-in first to sign in again."
-            })
-          }
-        }
-        const grant = yield* oauth.requestDeviceCode.pipe(
-          Effect.retry({
-            schedule: Schedule.exponential(settings.retryBase),
-            times: 2,
-            while: (error) => error._tag === "OAuthUnavailable"
-          }),
-          Effect.mapError((error) =>
-            error._tag === "OAuthRefused"
-              ? new AgentDeviceAuthError({
-                  reason: "ProviderRejected",
-                  message: `The provider refused the device authorization request (${error.code}).`
-                })
-              : new AgentDeviceAuthError({
-                  reason: "ProviderUnavailable",
-                  message: `The device authorization request failed: ${error.detail}.`
-                })
-          )
-        )
-        const flowId = randomUUID()
-        // The code's life counts from before the request, its first poll from after the answer.
-        const expiresAt = after(at, grant.expiresInSeconds * 1000)
-        const due = after(yield* now, grant.intervalSeconds * 1000)
-        const next = due.getTime() > expiresAt.getTime() ? expiresAt : due
-        yield* arm(flowId, next)
-        const row = yield* store
-          .save(
-            key,
-            {
-              provider: AGENT_ONE,
-              status: "PENDING",
-              userCode: grant.userCode,
-              verificationUri: grant.verificationUri,
-              verificationUriComplete: grant.verificationUriComplete,
-              intervalSeconds: grant.intervalSeconds,
-              expiresAt,
-              tokenExpiresAt: null,
-              lastRefreshedAt: null,
-              error: null,
-              flowId,
-              nextAlarmAt: next,
-              failures: 0
-            },
-            { deviceCode: grant.deviceCode, accessToken: null, refreshToken: null }
-          )
-          .pipe(
-            Effect.catchTag("DeviceAuthorizationsError", (error) =>
-              Effect.fail(new AgentDeviceAuthError({ reason: "UnknownScope", message: error.message }))
-            )
-          )
-        yield* logStatus(row)
-        return prompt(row)
-      })
-
-      const status = Effect.fn("AgentDeviceAuth.status")(function* (key: DeviceAuthorizationKey) {
-        const found = yield* store.find(key)
-        if (Option.isNone(found)) return null
-        yield* catchUp(found.value, yield* now)
-        return toDeviceAuthorizationView(found.value)
-      })
-
-      const cancel = Effect.fn("AgentDeviceAuth.cancel")(function* (key: DeviceAuthorizationKey) {
-        const found = yield* store.find(key)
-        if (Option.isNone(found)) return null
-        const row = found.value
-        return toDeviceAuthorizationView(isActive(row.status) ? yield* end(key, row, "CANCELLED", null) : row)
-      })
-
-      const accessToken = Effect.fn("AgentDeviceAuth.accessToken")(function* (key: DeviceAuthorizationKey) {
-        const found = yield* store.find(key)
-        const at = yield* now
-        if (Option.isNone(found) || found.value.status !== "AUTHORIZED") {
-          const row = Option.getOrUndefined(found)
-          return yield* new AgentDeviceAuthError(
-            row?.status === "REAUTH_REQUIRED"
-              ? {
-                  reason: "ReauthRequired",
-                  message: row.error ?? "The AGENT_ONE sign-in must be renewed; sign in again."
-                }
-              : {
-                  reason: "NotSignedIn",
-                  message: `AGENT_ONE is not signed in here (status ${row?.status ?? "NONE"})${row?.error ? `: ${row.error}` : "."}`
-                }
-          )
-        }
-        const row = found.value
-        yield* catchUp(row, at)
-        const expiresAt = row.tokenExpiresAt
-        if (expiresAt === null || expiresAt.getTime() - at.getTime() > margin) {
-          const secrets = yield* store.openSecrets(key).pipe(
-            Effect.mapError(
-              (error) =>
-                new AgentDeviceAuthError({
-                  reason: "ReauthRequired",
-                  message: `The stored AGENT_ONE credential cannot be opened (${error.message}); sign in again.`
-                })
-            )
-          )
-          if (Option.isNone(secrets.accessToken)) {
-            return yield* new AgentDeviceAuthError({
-              reason: "ReauthRequired",
-              message: "No AGENT_ONE access token is stored; sign in again."
-            })
-          }
-          return { access_token: secrets.accessToken.value, expires_at: iso(expiresAt) }
-        }
-        const outcome = yield* Effect.uninterruptible(refresh(key, row, at))
-        switch (outcome._tag) {
-          case "Refreshed":
-            return outcome.token
-          case "Ended":
-            return yield* new AgentDeviceAuthError({
-              reason: outcome.row.status === "REAUTH_REQUIRED" ? "ReauthRequired" : "NotSignedIn",
-              message: outcome.row.error ?? "The AGENT_ONE sign-in ended; sign in again."
-            })
-          case "Deferred": {
-            // The current token still works until it expires; the alarm keeps trying.
-            if (expiresAt.getTime() > at.getTime()) {
-              const secrets = yield* Effect.orDie(store.openSecrets(key))
-              if (Option.isSome(secrets.accessToken)) {
-                return { access_token: secrets.accessToken.value, expires_at: iso(expiresAt) }
-              }
-            }
-            return yield* new AgentDeviceAuthError({
-              reason: "ProviderUnavailable",
-              message: outcome.row.error ?? "The provider could not refresh the AGENT_ONE access token; retrying."
-            })
-          }
-        }
-      })
-
+      const flow: Flow = {
+        settings,
+        store: yield* DeviceAuthorizations,
+        oauth: makeOAuthClient(settings, yield* HttpClient.HttpClient),
+        self: (yield* AgentDeviceAuth.client)(address.entityId),
+        timer: yield* FiberHandle.make<void, never>()
+      }
+      const entityId = address.entityId
+      const parsed = parseAgentDeviceAuthId(entityId)
       return AgentDeviceAuth.of({
-        Start: () => withKey(start),
-        Status: () => withKey(status),
-        Cancel: () => withKey(cancel),
-        AccessToken: () => withKey(accessToken),
-        Alarm: ({ payload }) => onAlarm(payload.flowId),
-        Wake: ({ payload }) => onAlarm(payload.flowId)
+        Start: () => withKey(entityId, parsed, (key) => start(flow, key)),
+        Status: () => withKey(entityId, parsed, (key) => status(flow, key)),
+        Cancel: () => withKey(entityId, parsed, (key) => cancel(flow, key)),
+        AccessToken: () => withKey(entityId, parsed, (key) => accessToken(flow, key)),
+        Alarm: ({ payload }) => onAlarm(flow, entityId, parsed, payload.flowId),
+        Wake: ({ payload }) => onAlarm(flow, entityId, parsed, payload.flowId)
       })
     })
   ).pipe(Layer.provide(NodeHttpClient.layerUndici))

@@ -94,168 +94,200 @@ export const mutexWaiters = Metric.gauge("bosun_mutex_waiters", {
 const EXPIRY_SLACK_MILLIS = 5
 const RETRY_AFTER_FAILURE_MILLIS = 1_000
 
-export const MutexLive = Mutex.toLayer(
-  Effect.gen(function* () {
-    const key = (yield* Entity.CurrentAddress).entityId
-    const sql = yield* SqlClient.SqlClient
-    const lock = yield* Semaphore.make(1)
-    // Queue changes and grants happen one at a time and are not cut short by an interrupted caller:
-    // a grant committed in the database is always handed to its waiter or released again.
-    const critical = <A, E>(effect: Effect.Effect<A, E>) => lock.withPermits(1)(Effect.uninterruptible(effect))
-    const waiters: Array<Waiter> = []
+const toLease = (key: string, token: string, row: LeaseRow): MutexLease => ({
+  key,
+  token,
+  holder: row.holder,
+  fence: Number(row.fence),
+  expiresAt: row.expires_at.toISOString()
+})
 
-    const toLease = (token: string, row: LeaseRow): MutexLease => ({
-      key,
-      token,
-      holder: row.holder,
-      fence: Number(row.fence),
-      expiresAt: row.expires_at.toISOString()
-    })
-
-    // Free means no lease row, a released one, or a lapsed one; the fence grows on every grant.
-    const grant = (token: string, holder: string, leaseMillis: number) =>
-      sql<LeaseRow>`
+/** The statements of one lock key, each a single conditional statement judged by the database's clock. */
+const leaseStatements = (sql: SqlClient.SqlClient, key: string) => ({
+  // Free means no lease row, a released one, or a lapsed one; the fence grows on every grant.
+  grant: (token: string, holder: string, leaseMillis: number) =>
+    sql<LeaseRow>`
         INSERT INTO mutex_leases AS m (lock_key, fence, token, holder, acquired_at, expires_at, updated_at)
         VALUES (${key}, 1, ${token}, ${holder}, now(), now() + ${leaseMillis}::bigint * interval '1 millisecond', now())
         ON CONFLICT (lock_key) DO UPDATE
           SET fence = m.fence + 1, token = EXCLUDED.token, holder = EXCLUDED.holder,
               acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at, updated_at = EXCLUDED.updated_at
           WHERE m.expires_at IS NULL OR m.expires_at <= now()
-        RETURNING fence, holder, expires_at`.pipe(Effect.orDie)
+        RETURNING fence, holder, expires_at`.pipe(Effect.orDie),
 
-    const currentHolder = sql<HolderRow>`
+  currentHolder: sql<HolderRow>`
       SELECT holder, (EXTRACT(EPOCH FROM (expires_at - clock_timestamp())) * 1000)::float8 AS remaining_ms
       FROM mutex_leases WHERE lock_key = ${key}`.pipe(
-      Effect.orDie,
-      Effect.map((rows) => rows[0])
-    )
+    Effect.orDie,
+    Effect.map((rows) => rows[0])
+  ),
 
-    const release = (token: string) =>
-      sql<{ fence: bigint }>`
+  release: (token: string) =>
+    sql<{ fence: bigint }>`
         UPDATE mutex_leases
         SET token = NULL, holder = NULL, acquired_at = NULL, expires_at = NULL, updated_at = now()
         WHERE lock_key = ${key} AND token = ${token} AND expires_at > now()
         RETURNING fence`.pipe(
-        Effect.orDie,
-        Effect.map((rows) => rows.length > 0)
+      Effect.orDie,
+      Effect.map((rows) => rows.length > 0)
+    ),
+
+  renew: (token: string, leaseMillis: number) =>
+    sql<LeaseRow>`
+          UPDATE mutex_leases
+          SET expires_at = now() + ${leaseMillis}::bigint * interval '1 millisecond', updated_at = now()
+          WHERE lock_key = ${key} AND token = ${token} AND expires_at > now()
+          RETURNING fence, holder, expires_at`.pipe(
+      Effect.orDie,
+      Effect.flatMap(([row]) =>
+        row === undefined ? Effect.fail(new MutexLeaseLost({ key, token })) : Effect.succeed(toLease(key, token, row))
       )
+    )
+})
 
-    // The timer: `dueAt` is when the current holder's lease runs out while someone waits.
-    let dueAt: number | undefined
-    const rearm = yield* Queue.sliding<void>(1)
+/** What one Mutex entity keeps: its statements, its queue of waiters, and its timer. */
+interface Lock {
+  readonly key: string
+  readonly leases: ReturnType<typeof leaseStatements>
+  readonly waiters: Array<Waiter>
+  /** When the current holder's lease runs out while someone waits. */
+  dueAt: number | undefined
+  /** Wakes the timer to look at `dueAt` again. */
+  readonly rearm: Queue.Queue<void>
+  /**
+   * Queue changes and grants happen one at a time and are not cut short by an interrupted caller:
+   * a grant committed in the database is always handed to its waiter or released again.
+   */
+  readonly critical: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E>
+}
 
-    /** Grants the lock to waiters from the head of the queue for as long as the database says it is free. */
-    const pump: Effect.Effect<void> = Effect.gen(function* () {
-      dueAt = undefined
-      for (let head = waiters[0]; head !== undefined; head = waiters[0]) {
-        const token = randomUUID()
-        const [row] = yield* grant(token, head.holder, head.leaseMillis)
-        if (row === undefined) {
-          const current = yield* currentHolder
-          const remaining = Math.max(0, Number(current?.remaining_ms ?? 0))
-          dueAt = (yield* Clock.currentTimeMillis) + remaining + EXPIRY_SLACK_MILLIS
-          yield* Queue.offer(rearm, undefined)
-          return
-        }
-        waiters.shift()
-        yield* Metric.modify(mutexWaiters, -1)
-        head.lease = toLease(token, row)
-        yield* Deferred.succeed(head.granted, head.lease)
+/** Grants the lock to waiters from the head of the queue for as long as the database says it is free. */
+const pump = (lock: Lock): Effect.Effect<void> =>
+  Effect.gen(function* () {
+    lock.dueAt = undefined
+    for (let head = lock.waiters[0]; head !== undefined; head = lock.waiters[0]) {
+      const token = randomUUID()
+      const [row] = yield* lock.leases.grant(token, head.holder, head.leaseMillis)
+      if (row === undefined) {
+        const current = yield* lock.leases.currentHolder
+        const remaining = Math.max(0, Number(current?.remaining_ms ?? 0))
+        lock.dueAt = (yield* Clock.currentTimeMillis) + remaining + EXPIRY_SLACK_MILLIS
+        yield* Queue.offer(lock.rearm, undefined)
+        return
       }
-    }).pipe(
-      // A failed database call leaves the waiters queued: the timer tries again soon, not at the next message.
-      Effect.onError(() =>
-        Effect.flatMap(Clock.currentTimeMillis, (now) => {
-          dueAt = now + RETRY_AFTER_FAILURE_MILLIS
-          return Queue.offer(rearm, undefined)
-        })
-      ),
-      Effect.withSpan("Mutex.pump", { attributes: { key } })
-    )
-
-    yield* Effect.forkScoped(
-      Effect.forever(
-        Effect.gen(function* () {
-          const now = yield* Clock.currentTimeMillis
-          if (dueAt === undefined) {
-            yield* Queue.take(rearm)
-          } else if (now < dueAt) {
-            yield* Queue.take(rearm).pipe(Effect.timeoutOption(Duration.millis(dueAt - now)))
-          } else {
-            yield* critical(pump).pipe(Effect.catchCause((cause) => Effect.logError("mutex_expiry_pump_failed", cause)))
-          }
-        })
-      )
-    )
-
-    const leave = (waiter: Waiter) =>
-      Effect.suspend(() => {
-        const index = waiters.indexOf(waiter)
-        if (index < 0) return Effect.void
-        waiters.splice(index, 1)
-        return Metric.modify(mutexWaiters, -1)
+      lock.waiters.shift()
+      yield* Metric.modify(mutexWaiters, -1)
+      head.lease = toLease(lock.key, token, row)
+      yield* Deferred.succeed(head.granted, head.lease)
+    }
+  }).pipe(
+    // A failed database call leaves the waiters queued: the timer tries again soon, not at the next message.
+    Effect.onError(() =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        lock.dueAt = now + RETRY_AFTER_FAILURE_MILLIS
+        return Queue.offer(lock.rearm, undefined)
       })
+    ),
+    Effect.withSpan("Mutex.pump", { attributes: { key: lock.key } })
+  )
 
-    /** The caller went away or the handler failed: out of the queue, and a fresh lease handed back. */
-    const abandon = (waiter: Waiter) =>
-      critical(
-        Effect.gen(function* () {
-          yield* leave(waiter)
-          if (waiter.lease !== undefined) {
-            yield* release(waiter.lease.token)
-            yield* pump
-          }
-        })
+/** The timer: pumps once `dueAt` has come, and sleeps until then or until it is rearmed. */
+const expiryTimer = (lock: Lock) =>
+  Effect.forever(
+    Effect.gen(function* () {
+      const now = yield* Clock.currentTimeMillis
+      if (lock.dueAt === undefined) {
+        yield* Queue.take(lock.rearm)
+      } else if (now < lock.dueAt) {
+        yield* Queue.take(lock.rearm).pipe(Effect.timeoutOption(Duration.millis(lock.dueAt - now)))
+      } else {
+        yield* lock
+          .critical(pump(lock))
+          .pipe(Effect.catchCause((cause) => Effect.logError("mutex_expiry_pump_failed", cause)))
+      }
+    })
+  )
+
+const leave = (lock: Lock, waiter: Waiter) =>
+  Effect.suspend(() => {
+    const index = lock.waiters.indexOf(waiter)
+    if (index < 0) return Effect.void
+    lock.waiters.splice(index, 1)
+    return Metric.modify(mutexWaiters, -1)
+  })
+
+/** The caller went away or the handler failed: out of the queue, and a fresh lease handed back. */
+const abandon = (lock: Lock, waiter: Waiter) =>
+  lock.critical(
+    Effect.gen(function* () {
+      yield* leave(lock, waiter)
+      if (waiter.lease !== undefined) {
+        yield* lock.leases.release(waiter.lease.token)
+        yield* pump(lock)
+      }
+    })
+  )
+
+/** Queues the acquire and waits up to `waitMillis` for its grant. */
+const acquire = (
+  lock: Lock,
+  payload: { readonly holder: string; readonly leaseMillis: number; readonly waitMillis: number }
+) => {
+  const waiter: Waiter = {
+    holder: payload.holder,
+    leaseMillis: payload.leaseMillis,
+    granted: Deferred.makeUnsafe<MutexLease>(),
+    lease: undefined
+  }
+  return Effect.gen(function* () {
+    yield* lock.critical(
+      Effect.andThen(
+        Effect.sync(() => lock.waiters.push(waiter)),
+        Effect.andThen(Metric.modify(mutexWaiters, 1), pump(lock))
       )
+    )
+    const granted = yield* Deferred.await(waiter.granted).pipe(
+      Effect.timeoutOption(Duration.millis(payload.waitMillis))
+    )
+    if (Option.isSome(granted)) return granted.value
+    return yield* lock.critical(
+      Effect.gen(function* () {
+        // Granted between the timeout and taking the lock: the grant wins.
+        if (waiter.lease !== undefined) return waiter.lease
+        yield* leave(lock, waiter)
+        const current = yield* lock.leases.currentHolder
+        return yield* new MutexBusy({
+          key: lock.key,
+          holder: current?.holder ?? null,
+          waitedMillis: payload.waitMillis
+        })
+      })
+    )
+  }).pipe(Effect.onError(() => abandon(lock, waiter)))
+}
+
+export const MutexLive = Mutex.toLayer(
+  Effect.gen(function* () {
+    const key = (yield* Entity.CurrentAddress).entityId
+    const semaphore = yield* Semaphore.make(1)
+    const lock: Lock = {
+      key,
+      leases: leaseStatements(yield* SqlClient.SqlClient, key),
+      waiters: [],
+      dueAt: undefined,
+      rearm: yield* Queue.sliding<void>(1),
+      critical: (effect) => semaphore.withPermits(1)(Effect.uninterruptible(effect))
+    }
+    yield* Effect.forkScoped(expiryTimer(lock))
 
     return Mutex.of({
-      Acquire: ({ payload }) => {
-        const waiter: Waiter = {
-          holder: payload.holder,
-          leaseMillis: payload.leaseMillis,
-          granted: Deferred.makeUnsafe<MutexLease>(),
-          lease: undefined
-        }
-        return Effect.gen(function* () {
-          yield* critical(
-            Effect.andThen(
-              Effect.sync(() => waiters.push(waiter)),
-              Effect.andThen(Metric.modify(mutexWaiters, 1), pump)
-            )
-          )
-          const granted = yield* Deferred.await(waiter.granted).pipe(
-            Effect.timeoutOption(Duration.millis(payload.waitMillis))
-          )
-          if (Option.isSome(granted)) return granted.value
-          return yield* critical(
-            Effect.gen(function* () {
-              // Granted between the timeout and taking the lock: the grant wins.
-              if (waiter.lease !== undefined) return waiter.lease
-              yield* leave(waiter)
-              const current = yield* currentHolder
-              return yield* new MutexBusy({ key, holder: current?.holder ?? null, waitedMillis: payload.waitMillis })
-            })
-          )
-        }).pipe(Effect.onError(() => abandon(waiter)))
-      },
-      Renew: ({ payload }) =>
-        sql<LeaseRow>`
-          UPDATE mutex_leases
-          SET expires_at = now() + ${payload.leaseMillis}::bigint * interval '1 millisecond', updated_at = now()
-          WHERE lock_key = ${key} AND token = ${payload.token} AND expires_at > now()
-          RETURNING fence, holder, expires_at`.pipe(
-          Effect.orDie,
-          Effect.flatMap(([row]) =>
-            row === undefined
-              ? Effect.fail(new MutexLeaseLost({ key, token: payload.token }))
-              : Effect.succeed(toLease(payload.token, row))
-          )
-        ),
+      Acquire: ({ payload }) => acquire(lock, payload),
+      Renew: ({ payload }) => lock.leases.renew(payload.token, payload.leaseMillis),
       Release: ({ payload }) =>
-        critical(
+        lock.critical(
           Effect.gen(function* () {
-            const released = yield* release(payload.token)
-            yield* pump
+            const released = yield* lock.leases.release(payload.token)
+            yield* pump(lock)
             return { released }
           })
         )

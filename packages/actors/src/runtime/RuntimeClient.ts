@@ -129,6 +129,95 @@ export class RuntimeClient extends Context.Service<
   )
 }
 
+/** How a connection reaches its runtime: the pool, the request URL and headers, the retry of connection failures. */
+interface Wire {
+  readonly dispatcher: Dispatcher
+  readonly url: (path: string) => URL
+  readonly headers: () => Record<string, string>
+  readonly retry: { readonly schedule: Schedule.Schedule<Duration.Duration>; readonly times: number }
+}
+
+/** Where a tail is: the last sequence number delivered, and whether the run's end was. */
+interface TailCursor {
+  last: number
+  finished: boolean
+}
+
+/**
+ * Reads one events answer line by line to its end, or to `run.finished`: heartbeats are
+ * delivered as they come, events only after `cursor.last`, which each moves on.
+ */
+const deliverTail = async (body: AsyncIterable<Uint8Array>, cursor: TailCursor, deliver: (line: TailLine) => void) => {
+  let buffered = ""
+  const decoder = new TextDecoder()
+  for await (const chunk of body) {
+    buffered += decoder.decode(chunk, { stream: true })
+    let newline = buffered.indexOf("\n")
+    while (newline !== -1) {
+      const line = decodeLine(JSON.parse(buffered.slice(0, newline)))
+      buffered = buffered.slice(newline + 1)
+      newline = buffered.indexOf("\n")
+      if (line.type === "heartbeat") {
+        deliver(line)
+        continue
+      }
+      const event = line as RunEvent
+      if (event.seq <= cursor.last) continue
+      cursor.last = event.seq
+      deliver(event)
+      if (event.type === "run.finished") {
+        cursor.finished = true
+        return
+      }
+    }
+  }
+}
+
+const tailEvents = (wire: Wire, attemptId: string, after: number): Stream.Stream<TailLine, RuntimeError> =>
+  Stream.callback<TailLine, RuntimeError>((queue) =>
+    Effect.gen(function* () {
+      const cursor: TailCursor = { last: after, finished: false }
+      /**
+       * One connection: delivers what it reads and says whether it got anywhere. A connection
+       * that ends before `run.finished` after delivering events is simply followed again; one
+       * that delivers nothing fails, so the retry backs off (and gives up after its budget).
+       */
+      const follow = Effect.tryPromise({
+        try: async (signal) => {
+          const response = await request(
+            wire.url(`/v1/runs/${encodeURIComponent(attemptId)}/events?after=${cursor.last}`),
+            { dispatcher: wire.dispatcher, method: "GET", headers: wire.headers(), signal }
+          )
+          if (response.statusCode !== 200) {
+            return { failed: errorOf(response.statusCode, await response.body.text()), progressed: false }
+          }
+          const before = cursor.last
+          await deliverTail(response.body, cursor, (line) => Queue.offerUnsafe(queue, line))
+          return { failed: undefined, progressed: cursor.finished || cursor.last > before }
+        },
+        catch: unreachable
+      }).pipe(
+        Effect.flatMap(({ failed, progressed }) =>
+          failed !== undefined
+            ? Effect.fail(failed)
+            : cursor.finished || progressed
+              ? Effect.void
+              : Effect.fail(
+                  new RuntimeError({
+                    reason: "Unavailable",
+                    status: null,
+                    message: `The runtime's event stream of ${attemptId} ended after ${cursor.last} without a new event or the run's end`
+                  })
+                )
+        ),
+        // A resumed tail starts after what was delivered, so a retry never repeats an event.
+        Effect.retry({ ...wire.retry, while: (error) => error.reason === "Unavailable" })
+      )
+      while (!cursor.finished) yield* follow
+      Queue.endUnsafe(queue)
+    })
+  )
+
 const connection = (
   dispatcher: Dispatcher,
   endpoint: RuntimeEndpoint,
@@ -148,6 +237,7 @@ const connection = (
     "content-type": "application/json"
   })
   const url = (path: string) => new URL(path.replace(/^\//, ""), endpoint.baseUrl.href.replace(/\/?$/, "/"))
+  const wire: Wire = { dispatcher, url, headers, retry }
 
   /** One request, its body read whole; connection failures retried, HTTP errors as RuntimeError. */
   const send = (method: Dispatcher.HttpMethod, path: string, body?: unknown) =>
@@ -188,76 +278,6 @@ const connection = (
       )
     )
 
-  const events = (attemptId: string, after: number): Stream.Stream<TailLine, RuntimeError> =>
-    Stream.callback<TailLine, RuntimeError>((queue) =>
-      Effect.gen(function* () {
-        let last = after
-        let finished = false
-        /**
-         * One connection: delivers what it reads and says whether it got anywhere. A connection
-         * that ends before `run.finished` after delivering events is simply followed again; one
-         * that delivers nothing fails, so the retry backs off (and gives up after its budget).
-         */
-        const follow = Effect.tryPromise({
-          try: async (signal) => {
-            const response = await request(url(`/v1/runs/${encodeURIComponent(attemptId)}/events?after=${last}`), {
-              dispatcher,
-              method: "GET",
-              headers: headers(),
-              signal
-            })
-            if (response.statusCode !== 200) {
-              return { failed: errorOf(response.statusCode, await response.body.text()), progressed: false }
-            }
-            const before = last
-            let buffered = ""
-            const decoder = new TextDecoder()
-            for await (const chunk of response.body) {
-              buffered += decoder.decode(chunk as Uint8Array, { stream: true })
-              let newline = buffered.indexOf("\n")
-              while (newline !== -1) {
-                const line = decodeLine(JSON.parse(buffered.slice(0, newline)))
-                buffered = buffered.slice(newline + 1)
-                newline = buffered.indexOf("\n")
-                if (line.type === "heartbeat") {
-                  Queue.offerUnsafe(queue, line)
-                  continue
-                }
-                const event = line as RunEvent
-                if (event.seq <= last) continue
-                last = event.seq
-                Queue.offerUnsafe(queue, event)
-                if (event.type === "run.finished") {
-                  finished = true
-                  return { failed: undefined, progressed: true }
-                }
-              }
-            }
-            return { failed: undefined, progressed: last > before }
-          },
-          catch: unreachable
-        }).pipe(
-          Effect.flatMap(({ failed, progressed }) =>
-            failed !== undefined
-              ? Effect.fail(failed)
-              : finished || progressed
-                ? Effect.void
-                : Effect.fail(
-                    new RuntimeError({
-                      reason: "Unavailable",
-                      status: null,
-                      message: `The runtime's event stream of ${attemptId} ended after ${last} without a new event or the run's end`
-                    })
-                  )
-          ),
-          // A resumed tail starts after what was delivered, so a retry never repeats an event.
-          Effect.retry({ ...retry, while: (error) => error.reason === "Unavailable" })
-        )
-        while (!finished) yield* follow
-        Queue.endUnsafe(queue)
-      })
-    )
-
   return {
     health: Effect.flatMap(json("GET", "/healthz"), ({ value }) =>
       decodeHealth(value).pipe(
@@ -279,7 +299,7 @@ const connection = (
       Effect.flatMap(json("GET", `/v1/runs/${encodeURIComponent(attemptId)}/result`), ({ value }) => asState(value)),
     cancel: (attemptId) =>
       Effect.flatMap(json("DELETE", `/v1/runs/${encodeURIComponent(attemptId)}`), ({ value }) => asState(value)),
-    events,
+    events: (attemptId, after) => tailEvents(wire, attemptId, after),
     file: (attemptId, path) =>
       Effect.flatMap(send("GET", `/v1/runs/${encodeURIComponent(attemptId)}/files/${path}`), ({ status, bytes }) =>
         status >= 400 ? Effect.fail(errorOf(status, new TextDecoder().decode(bytes))) : Effect.succeed(bytes)

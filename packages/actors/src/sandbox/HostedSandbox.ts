@@ -99,237 +99,283 @@ const isStartable = (state: string | undefined) => state === "stopped" || state 
 const isGone = (state: string | undefined) => state === "destroyed" || state === "destroying"
 const isBroken = (state: string | undefined) => state === "error" || state === "build_failed"
 
+/** The hosted-sandbox API as the provider calls it: one organization, errors scrubbed of Bosun's secrets. */
+interface Hosted {
+  readonly settings: HostedSandboxSettings
+  readonly api: SandboxApi
+  readonly organization: string | undefined
+  readonly runtime: RuntimeClient["Service"]
+  readonly port: number
+  readonly scrub: (text: string) => string
+  readonly call: <A>(
+    request: (options: { readonly signal: AbortSignal }) => Promise<{ readonly data: A }>
+  ) => Effect.Effect<A, ApiError>
+  /** The provider's error for a failed call made to `doing`. */
+  readonly failed: (doing: string) => (error: ApiError) => SandboxError
+}
+
+const makeHosted = (settings: HostedSandboxSettings, runtime: RuntimeClient["Service"]): Hosted => {
+  const origin = settings.apiUrl.origin
+  const api = new SandboxApi(
+    new Configuration({
+      basePath: settings.apiUrl.href.replace(/\/+$/, ""),
+      accessToken: () => Redacted.value(settings.apiKey),
+      baseOptions: { timeout: 60_000 }
+    })
+  )
+  // The API may echo what it was sent; secrets never reach a message.
+  const secrets = [Redacted.value(settings.apiKey), Redacted.value(settings.runtimeToken)]
+  const scrub = (text: string) => secrets.reduce((out, secret) => out.split(secret).join("[redacted]"), text)
+
+  const call = <A>(request: (options: { readonly signal: AbortSignal }) => Promise<{ readonly data: A }>) =>
+    Effect.tryPromise({
+      try: (signal) => request({ signal }).then((response) => response.data),
+      catch: (cause) => {
+        const answer = answerOf(cause)
+        return answer === undefined
+          ? new ApiError({ status: null, detail: `could not be reached (${codeOf(cause) ?? "connection failed"})` })
+          : new ApiError({ status: answer.status, detail: scrub(messageOf(answer.status, answer.data)) })
+      }
+    })
+
+  const failed = (doing: string) => (error: ApiError) =>
+    new SandboxError({
+      reason: reasonOf(error.status),
+      message:
+        error.status === null
+          ? `The hosted-sandbox API at ${origin} ${error.detail}`
+          : `The hosted-sandbox API at ${origin} could not ${doing} (HTTP ${error.status}): ${error.detail}`
+    })
+
+  return {
+    settings,
+    api,
+    organization: settings.organizationId,
+    runtime,
+    port: settings.runtimePort ?? 8787,
+    scrub,
+    call,
+    failed
+  }
+}
+
+const remove = (hosted: Hosted, id: string) => {
+  const { api, organization, call } = hosted
+  return call((options) => api.deleteSandbox(id, organization, options)).pipe(
+    Effect.asVoid,
+    // Gone already, or on its way: releasing is done either way.
+    Effect.catchIf(
+      (error) => error.status === 404,
+      () => Effect.void
+    ),
+    Effect.catchIf(
+      (error) => error.status !== null && error.status < 500 && error.status !== 429,
+      (error) =>
+        call((options) => api.getSandbox(id, organization, undefined, options)).pipe(
+          Effect.flatMap((sandbox) => (isGone(sandbox.state) ? Effect.void : Effect.fail(error))),
+          Effect.catchIf(
+            (again) => again.status === 404,
+            () => Effect.void
+          )
+        )
+    ),
+    Effect.mapError(hosted.failed(`delete sandbox ${id}`))
+  )
+}
+
+/** `listSandboxes` takes 30 positional filters before the request options: only the limit and labels are set. */
+const listByLabels = (hosted: Hosted, labels: string, options: { readonly signal: AbortSignal }) => {
+  const args: Parameters<SandboxApi["listSandboxes"]> = [
+    hosted.organization,
+    undefined,
+    20,
+    undefined,
+    undefined,
+    labels
+  ]
+  args[30] = options
+  return hosted.api.listSandboxes(...args)
+}
+
+/** This attempt's sandbox, if an earlier acquire made one; broken ones are deleted and skipped. */
+const find = Effect.fn("HostedSandbox.find")(function* (hosted: Hosted, spec: SandboxSpec) {
+  const labels = JSON.stringify({ "bosun.attempt": spec.attemptId, "bosun.organization": spec.organizationId })
+  const page = yield* hosted
+    .call((options) => listByLabels(hosted, labels, options))
+    .pipe(Effect.mapError(hosted.failed("list sandboxes")))
+  for (const sandbox of page.items) if (isBroken(sandbox.state)) yield* Effect.ignore(remove(hosted, sandbox.id))
+  return page.items.find((sandbox) => !isGone(sandbox.state) && !isBroken(sandbox.state))
+})
+
+/** The sandbox an attempt asks for: the runtime image and its env, the class's resources, the tier's egress. */
+const createBodyOf = (settings: HostedSandboxSettings, port: number, spec: SandboxSpec): CreateSandbox => {
+  const resources = settings.resources?.[spec.instanceClass] ?? defaultResources[spec.instanceClass]
+  const allowList = settings.networkAllowList[spec.egressTier]
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== "")
+    .join(",")
+  return {
+    ...("snapshot" in settings.runtimeImage
+      ? { snapshot: settings.runtimeImage.snapshot }
+      : { buildInfo: { dockerfileContent: `FROM ${settings.runtimeImage.image}\n` } }),
+    ...(settings.target === undefined ? {} : { target: settings.target }),
+    env: {
+      BOSUN_RUNTIME_TOKEN: Redacted.value(settings.runtimeToken),
+      BOSUN_RUNTIME_HOST: "0.0.0.0",
+      BOSUN_RUNTIME_PORT: String(port)
+    },
+    labels: {
+      "bosun.attempt": spec.attemptId,
+      "bosun.run": spec.runId,
+      "bosun.organization": spec.organizationId
+    },
+    public: false,
+    cpu: resources.cpu,
+    memory: resources.memory,
+    disk: resources.disk,
+    // Deny by default: a tier with no configured networks gets none.
+    ...(allowList === "" ? { networkBlockAll: true } : { networkBlockAll: false, networkAllowList: allowList }),
+    // One attempt per sandbox: one that idles is a leak (its release never ran), and a
+    // stopped one is deleted at once rather than kept for a restart that will not come.
+    autoStopInterval: settings.idleStopMinutes ?? 60,
+    autoDeleteInterval: 0,
+    ...(settings.maxLifetimeMinutes === undefined ? {} : { ttlMinutes: settings.maxLifetimeMinutes })
+  }
+}
+
+const create = Effect.fn("HostedSandbox.create")(function* (hosted: Hosted, spec: SandboxSpec) {
+  const body = createBodyOf(hosted.settings, hosted.port, spec)
+  return yield* hosted
+    .call((options) => hosted.api.createSandbox(body, hosted.organization, options))
+    .pipe(Effect.mapError(hosted.failed("create a sandbox")))
+})
+
+/** Until the sandbox is `started`, starting it once if it is stopped. */
+const started = Effect.fn("HostedSandbox.started")(function* (hosted: Hosted, id: string) {
+  const { api, organization, call, failed } = hosted
+  let startRequested = false
+  for (;;) {
+    const sandbox = yield* call((options) => api.getSandbox(id, organization, undefined, options)).pipe(
+      Effect.mapError((error) =>
+        // Deleted under us (by hand, or its lifetime ran out): the next acquire makes another.
+        error.status === 404
+          ? new SandboxError({ reason: "Unavailable", message: `Sandbox ${id} was deleted while starting` })
+          : failed(`read sandbox ${id}`)(error)
+      )
+    )
+    if (isStarted(sandbox.state)) return
+    if (isGone(sandbox.state)) {
+      return yield* new SandboxError({
+        reason: "Unavailable",
+        message: `Sandbox ${id} was deleted while starting`
+      })
+    }
+    if (isBroken(sandbox.state)) {
+      return yield* new SandboxError({
+        // A failed build is the image's fault; an errored sandbox is the provider's.
+        reason: sandbox.state === "build_failed" ? "Refused" : "Unavailable",
+        message: `Sandbox ${id} is in state ${sandbox.state}: ${hosted.scrub(sandbox.errorReason ?? "no reason given")}`
+      })
+    }
+    if (isStartable(sandbox.state) && !startRequested) {
+      yield* call((options) => api.startSandbox(id, organization, options)).pipe(
+        Effect.mapError(failed(`start sandbox ${id}`))
+      )
+      startRequested = true
+      continue
+    }
+    yield* Effect.sleep(POLL)
+  }
+})
+
+/**
+ * Starts the sandbox and reaches its runtime through the preview URL; `seen.last` says how far
+ * it got, for the message when the readiness budget runs out.
+ */
+const reach = (hosted: Hosted, id: string, seen: { last: string }) =>
+  Effect.gen(function* () {
+    yield* started(hosted, id)
+    seen.last = "its preview URL was not issued"
+    const preview = yield* hosted
+      .call((options) => hosted.api.getPortPreviewUrl(id, hosted.port, hosted.organization, options))
+      .pipe(Effect.mapError(hosted.failed(`issue a preview URL for sandbox ${id}`)))
+    const endpoint: RuntimeEndpoint = {
+      baseUrl: new URL(preview.url),
+      token: hosted.settings.runtimeToken,
+      headers: { [PREVIEW_TOKEN_HEADER]: Redacted.make(preview.token) }
+    }
+    // Until the runtime listens the gateway answers 502s: retried here, within the readiness budget.
+    const health = yield* hosted.runtime.connect(endpoint, { retryTimes: 0 }).health.pipe(
+      Effect.tapError((error) => Effect.sync(() => (seen.last = error.message))),
+      Effect.retry({
+        schedule: Schedule.spaced(POLL),
+        while: (error) => error.reason === "Unavailable" || error.reason === "Busy"
+      }),
+      Effect.mapError(
+        (error) =>
+          new SandboxError({
+            reason: error.reason === "Unauthorized" || error.reason === "ProtocolMismatch" ? "Refused" : "Unavailable",
+            message: `The runtime in sandbox ${id}: ${error.message}`
+          })
+      )
+    )
+    if (!isCompatibleRuntimeProtocol(health.protocol_version)) {
+      return yield* new SandboxError({
+        reason: "Refused",
+        message: `The runtime in sandbox ${id} speaks protocol ${health.protocol_version}; Bosun speaks ${RUNTIME_PROTOCOL_VERSION}`
+      })
+    }
+    return endpoint
+  })
+
+/** A started sandbox whose runtime answers through the preview URL and speaks this protocol. */
+const ready = Effect.fn("HostedSandbox.ready")(function* (hosted: Hosted, id: string) {
+  const readiness = hosted.settings.readinessTimeout ?? Duration.minutes(3)
+  const seen = { last: "it was not started" }
+  return yield* reach(hosted, id, seen).pipe(
+    Effect.timeoutOrElse({
+      duration: readiness,
+      orElse: () =>
+        Effect.fail(
+          new SandboxError({
+            reason: "Unavailable",
+            message: `Sandbox ${id} was not ready within ${Duration.format(readiness)}: ${seen.last}`
+          })
+        )
+    })
+  )
+})
+
+const acquire = Effect.fn("HostedSandbox.acquire")(function* (hosted: Hosted, spec: SandboxSpec) {
+  // Idempotent by attempt: a retried acquire finds the sandbox by its labels. Acquires of
+  // one attempt never run at once (one workflow step), so find-then-create does not race.
+  const existing = yield* find(hosted, spec)
+  const id = existing?.id ?? (yield* create(hosted, spec)).id
+  const endpoint = yield* ready(hosted, id).pipe(
+    // A sandbox that will never serve (bad image, wrong protocol, token refused) is not kept.
+    Effect.tapError((error) => (error.reason === "Refused" ? Effect.ignore(remove(hosted, id)) : Effect.void))
+  )
+  const sandbox: Sandbox = { id, provider: "HOSTED_SANDBOX", endpoint, credentialMode: "INLINE" }
+  return sandbox
+})
+
+const release = Effect.fn("HostedSandbox.release")(function* (
+  hosted: Hosted,
+  sandbox: Pick<Sandbox, "id" | "provider">
+) {
+  yield* remove(hosted, sandbox.id)
+})
+
 export const layerHostedSandbox = (settings: HostedSandboxSettings) =>
   Layer.effect(
     SandboxProvider,
     Effect.gen(function* () {
-      const runtime = yield* RuntimeClient
-      const origin = settings.apiUrl.origin
-      const organization = settings.organizationId
-      const port = settings.runtimePort ?? 8787
-      const readiness = settings.readinessTimeout ?? Duration.minutes(3)
-      const api = new SandboxApi(
-        new Configuration({
-          basePath: settings.apiUrl.href.replace(/\/+$/, ""),
-          accessToken: () => Redacted.value(settings.apiKey),
-          baseOptions: { timeout: 60_000 }
-        })
-      )
-      // The API may echo what it was sent; secrets never reach a message.
-      const secrets = [Redacted.value(settings.apiKey), Redacted.value(settings.runtimeToken)]
-      const scrub = (text: string) => secrets.reduce((out, secret) => out.split(secret).join("[redacted]"), text)
-
-      const call = <A>(request: (options: { readonly signal: AbortSignal }) => Promise<{ readonly data: A }>) =>
-        Effect.tryPromise({
-          try: (signal) => request({ signal }).then((response) => response.data),
-          catch: (cause) => {
-            const answer = answerOf(cause)
-            return answer === undefined
-              ? new ApiError({ status: null, detail: `could not be reached (${codeOf(cause) ?? "connection failed"})` })
-              : new ApiError({ status: answer.status, detail: scrub(messageOf(answer.status, answer.data)) })
-          }
-        })
-
-      const failed = (doing: string) => (error: ApiError) =>
-        new SandboxError({
-          reason: reasonOf(error.status),
-          message:
-            error.status === null
-              ? `The hosted-sandbox API at ${origin} ${error.detail}`
-              : `The hosted-sandbox API at ${origin} could not ${doing} (HTTP ${error.status}): ${error.detail}`
-        })
-
-      const remove = (id: string) =>
-        call((options) => api.deleteSandbox(id, organization, options)).pipe(
-          Effect.asVoid,
-          // Gone already, or on its way: releasing is done either way.
-          Effect.catchIf(
-            (error) => error.status === 404,
-            () => Effect.void
-          ),
-          Effect.catchIf(
-            (error) => error.status !== null && error.status < 500 && error.status !== 429,
-            (error) =>
-              call((options) => api.getSandbox(id, organization, undefined, options)).pipe(
-                Effect.flatMap((sandbox) => (isGone(sandbox.state) ? Effect.void : Effect.fail(error))),
-                Effect.catchIf(
-                  (again) => again.status === 404,
-                  () => Effect.void
-                )
-              )
-          ),
-          Effect.mapError(failed(`delete sandbox ${id}`))
-        )
-
-      /** `listSandboxes` takes 30 positional filters before the request options: only the limit and labels are set. */
-      const listByLabels = (labels: string, options: { readonly signal: AbortSignal }) => {
-        const args: Parameters<SandboxApi["listSandboxes"]> = [
-          organization,
-          undefined,
-          20,
-          undefined,
-          undefined,
-          labels
-        ]
-        args[30] = options
-        return api.listSandboxes(...args)
-      }
-
-      /** This attempt's sandbox, if an earlier acquire made one; broken ones are deleted and skipped. */
-      const find = Effect.fn("HostedSandbox.find")(function* (spec: SandboxSpec) {
-        const labels = JSON.stringify({ "bosun.attempt": spec.attemptId, "bosun.organization": spec.organizationId })
-        const page = yield* call((options) => listByLabels(labels, options)).pipe(
-          Effect.mapError(failed("list sandboxes"))
-        )
-        for (const sandbox of page.items) if (isBroken(sandbox.state)) yield* Effect.ignore(remove(sandbox.id))
-        return page.items.find((sandbox) => !isGone(sandbox.state) && !isBroken(sandbox.state))
-      })
-
-      const create = Effect.fn("HostedSandbox.create")(function* (spec: SandboxSpec) {
-        const resources = settings.resources?.[spec.instanceClass] ?? defaultResources[spec.instanceClass]
-        const allowList = settings.networkAllowList[spec.egressTier]
-          .split(",")
-          .map((entry) => entry.trim())
-          .filter((entry) => entry !== "")
-          .join(",")
-        const body: CreateSandbox = {
-          ...("snapshot" in settings.runtimeImage
-            ? { snapshot: settings.runtimeImage.snapshot }
-            : { buildInfo: { dockerfileContent: `FROM ${settings.runtimeImage.image}\n` } }),
-          ...(settings.target === undefined ? {} : { target: settings.target }),
-          env: {
-            BOSUN_RUNTIME_TOKEN: Redacted.value(settings.runtimeToken),
-            BOSUN_RUNTIME_HOST: "0.0.0.0",
-            BOSUN_RUNTIME_PORT: String(port)
-          },
-          labels: {
-            "bosun.attempt": spec.attemptId,
-            "bosun.run": spec.runId,
-            "bosun.organization": spec.organizationId
-          },
-          public: false,
-          cpu: resources.cpu,
-          memory: resources.memory,
-          disk: resources.disk,
-          // Deny by default: a tier with no configured networks gets none.
-          ...(allowList === "" ? { networkBlockAll: true } : { networkBlockAll: false, networkAllowList: allowList }),
-          // One attempt per sandbox: one that idles is a leak (its release never ran), and a
-          // stopped one is deleted at once rather than kept for a restart that will not come.
-          autoStopInterval: settings.idleStopMinutes ?? 60,
-          autoDeleteInterval: 0,
-          ...(settings.maxLifetimeMinutes === undefined ? {} : { ttlMinutes: settings.maxLifetimeMinutes })
-        }
-        return yield* call((options) => api.createSandbox(body, organization, options)).pipe(
-          Effect.mapError(failed("create a sandbox"))
-        )
-      })
-
-      /** Until the sandbox is `started`, starting it once if it is stopped. */
-      const started = Effect.fn("HostedSandbox.started")(function* (id: string) {
-        let startRequested = false
-        for (;;) {
-          const sandbox = yield* call((options) => api.getSandbox(id, organization, undefined, options)).pipe(
-            Effect.mapError((error) =>
-              // Deleted under us (by hand, or its lifetime ran out): the next acquire makes another.
-              error.status === 404
-                ? new SandboxError({ reason: "Unavailable", message: `Sandbox ${id} was deleted while starting` })
-                : failed(`read sandbox ${id}`)(error)
-            )
-          )
-          if (isStarted(sandbox.state)) return
-          if (isGone(sandbox.state)) {
-            return yield* new SandboxError({
-              reason: "Unavailable",
-              message: `Sandbox ${id} was deleted while starting`
-            })
-          }
-          if (isBroken(sandbox.state)) {
-            return yield* new SandboxError({
-              // A failed build is the image's fault; an errored sandbox is the provider's.
-              reason: sandbox.state === "build_failed" ? "Refused" : "Unavailable",
-              message: `Sandbox ${id} is in state ${sandbox.state}: ${scrub(sandbox.errorReason ?? "no reason given")}`
-            })
-          }
-          if (isStartable(sandbox.state) && !startRequested) {
-            yield* call((options) => api.startSandbox(id, organization, options)).pipe(
-              Effect.mapError(failed(`start sandbox ${id}`))
-            )
-            startRequested = true
-            continue
-          }
-          yield* Effect.sleep(POLL)
-        }
-      })
-
-      /** A started sandbox whose runtime answers through the preview URL and speaks this protocol. */
-      const ready = Effect.fn("HostedSandbox.ready")(function* (id: string) {
-        let last = "it was not started"
-        const reach = Effect.gen(function* () {
-          yield* started(id)
-          last = "its preview URL was not issued"
-          const preview = yield* call((options) => api.getPortPreviewUrl(id, port, organization, options)).pipe(
-            Effect.mapError(failed(`issue a preview URL for sandbox ${id}`))
-          )
-          const endpoint: RuntimeEndpoint = {
-            baseUrl: new URL(preview.url),
-            token: settings.runtimeToken,
-            headers: { [PREVIEW_TOKEN_HEADER]: Redacted.make(preview.token) }
-          }
-          // Until the runtime listens the gateway answers 502s: retried here, within the readiness budget.
-          const health = yield* runtime.connect(endpoint, { retryTimes: 0 }).health.pipe(
-            Effect.tapError((error) => Effect.sync(() => (last = error.message))),
-            Effect.retry({
-              schedule: Schedule.spaced(POLL),
-              while: (error) => error.reason === "Unavailable" || error.reason === "Busy"
-            }),
-            Effect.mapError(
-              (error) =>
-                new SandboxError({
-                  reason:
-                    error.reason === "Unauthorized" || error.reason === "ProtocolMismatch" ? "Refused" : "Unavailable",
-                  message: `The runtime in sandbox ${id}: ${error.message}`
-                })
-            )
-          )
-          if (!isCompatibleRuntimeProtocol(health.protocol_version)) {
-            return yield* new SandboxError({
-              reason: "Refused",
-              message: `The runtime in sandbox ${id} speaks protocol ${health.protocol_version}; Bosun speaks ${RUNTIME_PROTOCOL_VERSION}`
-            })
-          }
-          return endpoint
-        })
-        return yield* reach.pipe(
-          Effect.timeoutOrElse({
-            duration: readiness,
-            orElse: () =>
-              Effect.fail(
-                new SandboxError({
-                  reason: "Unavailable",
-                  message: `Sandbox ${id} was not ready within ${Duration.format(readiness)}: ${last}`
-                })
-              )
-          })
-        )
-      })
-
+      const hosted = makeHosted(settings, yield* RuntimeClient)
       return SandboxProvider.of({
         name: "HOSTED_SANDBOX",
-        acquire: Effect.fn("HostedSandbox.acquire")(function* (spec) {
-          // Idempotent by attempt: a retried acquire finds the sandbox by its labels. Acquires of
-          // one attempt never run at once (one workflow step), so find-then-create does not race.
-          const existing = yield* find(spec)
-          const id = existing?.id ?? (yield* create(spec)).id
-          const endpoint = yield* ready(id).pipe(
-            // A sandbox that will never serve (bad image, wrong protocol, token refused) is not kept.
-            Effect.tapError((error) => (error.reason === "Refused" ? Effect.ignore(remove(id)) : Effect.void))
-          )
-          const sandbox: Sandbox = { id, provider: "HOSTED_SANDBOX", endpoint, credentialMode: "INLINE" }
-          return sandbox
-        }),
-        release: Effect.fn("HostedSandbox.release")(function* (sandbox) {
-          yield* remove(sandbox.id)
-        })
+        acquire: (spec) => acquire(hosted, spec),
+        release: (sandbox) => release(hosted, sandbox)
       })
     })
   )

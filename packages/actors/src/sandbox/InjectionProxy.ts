@@ -132,6 +132,174 @@ const inject = (value: string, swaps: ReadonlyArray<readonly [string, string]>) 
   return swap(value)
 }
 
+const refuse = (res: http.ServerResponse, status: number, message: string, headers: http.OutgoingHttpHeaders = {}) => {
+  res.writeHead(status, { "content-type": "text/plain", ...headers })
+  res.end(`Bosun egress proxy: ${message}\n`)
+}
+
+/** What the proxy's handlers share: its settings, the pods registered with it, and its TLS contexts. */
+interface Proxy {
+  readonly settings: InjectionProxySettings
+  readonly clients: Map<string, ProxyClient>
+  /** The CAs upstream TLS is verified with, when more than the system's. */
+  readonly upstreamCa: Array<string> | undefined
+  /** A TLS context for `host`, its certificate issued by the deployment CA (one per host, reused). */
+  readonly contextFor: (host: string) => Promise<tls.SecureContext>
+}
+
+/** Decrypted requests of CONNECT tunnels, keyed by their TLS socket. */
+type Tunnels = WeakMap<Duplex, { readonly client: ProxyClient; readonly host: string; readonly port: number }>
+
+const makeProxy = (settings: InjectionProxySettings): Proxy => {
+  const ca = { certificate: settings.ca.certificate, privateKey: Redacted.value(settings.ca.privateKey) }
+  const contexts = new Map<string, Promise<tls.SecureContext>>()
+  const contextFor = (host: string) => {
+    const known = contexts.get(host)
+    if (known !== undefined) return known
+    const made = issueCertificate(ca, host).then((issued) =>
+      tls.createSecureContext({
+        key: issued.privateKey,
+        cert: `${issued.certificate}\n${settings.ca.certificate}`
+      })
+    )
+    contexts.set(host, made)
+    return made
+  }
+  return {
+    settings,
+    clients: new Map<string, ProxyClient>(),
+    upstreamCa: settings.upstreamCa === undefined ? undefined : [...tls.rootCertificates, ...settings.upstreamCa],
+    contextFor
+  }
+}
+
+/** The registered pod a `Proxy-Authorization` header names, when its secret matches. */
+const authenticate = (proxy: Proxy, header: string | undefined): ProxyClient | undefined => {
+  const credentials = /^Basic\s+(\S+)$/i.exec(header ?? "")?.[1]
+  if (credentials === undefined) return undefined
+  const decoded = Buffer.from(credentials, "base64").toString("utf8")
+  const colon = decoded.lastIndexOf(":")
+  const client = proxy.clients.get(decoded.slice(0, colon))
+  if (client === undefined) return undefined
+  const given = Buffer.from(decoded.slice(colon + 1))
+  const expected = Buffer.from(Redacted.value(client.secret))
+  return given.length === expected.length && timingSafeEqual(given, expected) ? client : undefined
+}
+
+/** Forwards one request to `target`, placeholders swapped in, real values swapped out of the answer. */
+const forward = (
+  proxy: Proxy,
+  client: ProxyClient,
+  target: {
+    readonly protocol: "http:" | "https:"
+    readonly host: string
+    readonly port: number
+    readonly path: string
+  },
+  req: http.IncomingMessage,
+  res: http.ServerResponse
+) => {
+  const grants = client.grants.filter((grant) => grant.hosts.some((pattern) => hostMatches(pattern, target.host)))
+  const toReal = grants.map((grant) => [grant.placeholder, Redacted.value(grant.value)] as const)
+  const toPlaceholder = grants.map((grant) => [Redacted.value(grant.value), grant.placeholder] as const)
+  const headers: http.OutgoingHttpHeaders = {}
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined || HOP_BY_HOP.includes(name)) continue
+    headers[name] = Array.isArray(value) ? value.map((v) => inject(v, toReal)) : inject(value, toReal)
+  }
+  const options = {
+    host: target.host,
+    port: target.port,
+    method: req.method,
+    path: target.path,
+    headers,
+    servername: isIP(target.host) ? undefined : target.host,
+    ...(proxy.upstreamCa === undefined ? {} : { ca: proxy.upstreamCa })
+  }
+  const upstream = (target.protocol === "https:" ? https : http).request(options, (answer) => {
+    const back: http.OutgoingHttpHeaders = {}
+    for (const [name, value] of Object.entries(answer.headers)) {
+      if (value === undefined || HOP_BY_HOP.includes(name)) continue
+      back[name] = Array.isArray(value) ? value.map((v) => inject(v, toPlaceholder)) : inject(value, toPlaceholder)
+    }
+    res.writeHead(answer.statusCode ?? 502, back)
+    answer.pipe(res)
+  })
+  upstream.on("error", () => {
+    if (!res.headersSent) res.writeHead(502, { "content-type": "text/plain" })
+    res.end("Bosun egress proxy: the upstream could not be reached\n")
+  })
+  req.pipe(upstream)
+}
+
+/** Plain HTTP through the proxy: the request line holds an absolute URL. */
+const servePlain = (proxy: Proxy) => (req: http.IncomingMessage, res: http.ServerResponse) => {
+  const client = authenticate(proxy, req.headers["proxy-authorization"])
+  if (client === undefined) {
+    return refuse(res, 407, "proxy credentials required", { "proxy-authenticate": 'Basic realm="bosun"' })
+  }
+  const url = URL.canParse(req.url ?? "") ? new URL(req.url ?? "") : undefined
+  if (url === undefined || url.protocol !== "http:") return refuse(res, 400, "an absolute http:// URL is required")
+  const host = url.hostname.toLowerCase()
+  const port = Number(url.port || 80)
+  if (!allowed(proxy.settings.tiers[client.tier], host, port)) {
+    return refuse(res, 403, `${host}:${port} is not allowed for egress tier ${client.tier}`)
+  }
+  forward(proxy, client, { protocol: "http:", host, port, path: `${url.pathname}${url.search}` }, req, res)
+}
+
+/** A requested CONNECT tunnel: allowed, it is answered, its TLS terminated and its requests handed to `inner`. */
+const openTunnel =
+  (proxy: Proxy, tunnels: Tunnels, inner: http.Server) => (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    const reject = (status: number, reason: string, extra = "") => {
+      socket.end(`HTTP/1.1 ${status} ${reason}\r\n${extra}Content-Length: 0\r\nConnection: close\r\n\r\n`)
+    }
+    socket.on("error", () => socket.destroy())
+    const client = authenticate(proxy, req.headers["proxy-authorization"])
+    if (client === undefined) {
+      return reject(407, "Proxy Authentication Required", 'Proxy-Authenticate: Basic realm="bosun"\r\n')
+    }
+    const match = /^\[?([^\]]+?)\]?:(\d+)$/.exec(req.url ?? "")
+    const host = match?.[1]?.toLowerCase()
+    const port = Number(match?.[2])
+    if (host === undefined || !allowed(proxy.settings.tiers[client.tier], host, port)) {
+      return reject(403, "Forbidden")
+    }
+    proxy.contextFor(host).then(
+      (secureContext) => {
+        socket.write("HTTP/1.1 200 Connection Established\r\n\r\n")
+        if (head.length > 0) socket.unshift(head)
+        const secure = new tls.TLSSocket(socket, { isServer: true, secureContext })
+        secure.on("error", () => secure.destroy())
+        tunnels.set(secure, { client, host, port })
+        inner.emit("connection", secure)
+      },
+      () => reject(502, "Bad Gateway")
+    )
+  }
+
+/** Listens on the configured address for as long as the scope lasts; answers where it is bound. */
+const listen = (settings: InjectionProxySettings, outer: http.Server, inner: http.Server) =>
+  Effect.acquireRelease(
+    Effect.callback<{ host: string; port: number }>((resume) => {
+      outer.listen(settings.port, settings.host, () => {
+        const bound = outer.address()
+        resume(
+          Effect.succeed({
+            host: settings.host,
+            port: typeof bound === "object" && bound !== null ? bound.port : settings.port
+          })
+        )
+      })
+    }),
+    () =>
+      Effect.callback<void>((resume) => {
+        outer.close(() => resume(Effect.void))
+        outer.closeAllConnections()
+        inner.closeAllConnections()
+      })
+  )
+
 export class InjectionProxy extends Context.Service<
   InjectionProxy,
   {
@@ -145,182 +313,26 @@ export class InjectionProxy extends Context.Service<
     Layer.effect(
       InjectionProxy,
       Effect.gen(function* () {
-        const clients = new Map<string, ProxyClient>()
-        const ca = { certificate: settings.ca.certificate, privateKey: Redacted.value(settings.ca.privateKey) }
-        const upstreamCa =
-          settings.upstreamCa === undefined ? undefined : [...tls.rootCertificates, ...settings.upstreamCa]
-
-        /** A TLS context for `host`, its certificate issued by the deployment CA (one per host, reused). */
-        const contexts = new Map<string, Promise<tls.SecureContext>>()
-        const contextFor = (host: string) => {
-          const known = contexts.get(host)
-          if (known !== undefined) return known
-          const made = issueCertificate(ca, host).then((issued) =>
-            tls.createSecureContext({
-              key: issued.privateKey,
-              cert: `${issued.certificate}\n${settings.ca.certificate}`
-            })
-          )
-          contexts.set(host, made)
-          return made
-        }
-
-        const authenticate = (header: string | undefined): ProxyClient | undefined => {
-          const credentials = /^Basic\s+(\S+)$/i.exec(header ?? "")?.[1]
-          if (credentials === undefined) return undefined
-          const decoded = Buffer.from(credentials, "base64").toString("utf8")
-          const colon = decoded.lastIndexOf(":")
-          const client = clients.get(decoded.slice(0, colon))
-          if (client === undefined) return undefined
-          const given = Buffer.from(decoded.slice(colon + 1))
-          const expected = Buffer.from(Redacted.value(client.secret))
-          return given.length === expected.length && timingSafeEqual(given, expected) ? client : undefined
-        }
-
-        /** Forwards one request to `target`, placeholders swapped in, real values swapped out of the answer. */
-        const forward = (
-          client: ProxyClient,
-          target: {
-            readonly protocol: "http:" | "https:"
-            readonly host: string
-            readonly port: number
-            readonly path: string
-          },
-          req: http.IncomingMessage,
-          res: http.ServerResponse
-        ) => {
-          const grants = client.grants.filter((grant) =>
-            grant.hosts.some((pattern) => hostMatches(pattern, target.host))
-          )
-          const toReal = grants.map((grant) => [grant.placeholder, Redacted.value(grant.value)] as const)
-          const toPlaceholder = grants.map((grant) => [Redacted.value(grant.value), grant.placeholder] as const)
-          const headers: http.OutgoingHttpHeaders = {}
-          for (const [name, value] of Object.entries(req.headers)) {
-            if (value === undefined || HOP_BY_HOP.includes(name)) continue
-            headers[name] = Array.isArray(value) ? value.map((v) => inject(v, toReal)) : inject(value, toReal)
-          }
-          const options = {
-            host: target.host,
-            port: target.port,
-            method: req.method,
-            path: target.path,
-            headers,
-            servername: isIP(target.host) ? undefined : target.host,
-            ...(upstreamCa === undefined ? {} : { ca: upstreamCa })
-          }
-          const upstream = (target.protocol === "https:" ? https : http).request(options, (answer) => {
-            const back: http.OutgoingHttpHeaders = {}
-            for (const [name, value] of Object.entries(answer.headers)) {
-              if (value === undefined || HOP_BY_HOP.includes(name)) continue
-              back[name] = Array.isArray(value)
-                ? value.map((v) => inject(v, toPlaceholder))
-                : inject(value, toPlaceholder)
-            }
-            res.writeHead(answer.statusCode ?? 502, back)
-            answer.pipe(res)
-          })
-          upstream.on("error", () => {
-            if (!res.headersSent) res.writeHead(502, { "content-type": "text/plain" })
-            res.end("Bosun egress proxy: the upstream could not be reached\n")
-          })
-          req.pipe(upstream)
-        }
-
-        const refuse = (
-          res: http.ServerResponse,
-          status: number,
-          message: string,
-          headers: http.OutgoingHttpHeaders = {}
-        ) => {
-          res.writeHead(status, { "content-type": "text/plain", ...headers })
-          res.end(`Bosun egress proxy: ${message}\n`)
-        }
-
-        /** Decrypted requests of CONNECT tunnels, keyed by their TLS socket. */
-        const tunnels = new WeakMap<
-          Duplex,
-          { readonly client: ProxyClient; readonly host: string; readonly port: number }
-        >()
+        const proxy = makeProxy(settings)
+        const tunnels: Tunnels = new WeakMap()
         const inner = http.createServer((req, res) => {
           const tunnel = tunnels.get(req.socket)
           if (tunnel === undefined) return refuse(res, 500, "unknown tunnel")
           forward(
+            proxy,
             tunnel.client,
             { protocol: "https:", host: tunnel.host, port: tunnel.port, path: req.url ?? "/" },
             req,
             res
           )
         })
-
-        const outer = http.createServer((req, res) => {
-          // Plain HTTP through the proxy: the request line holds an absolute URL.
-          const client = authenticate(req.headers["proxy-authorization"])
-          if (client === undefined) {
-            return refuse(res, 407, "proxy credentials required", { "proxy-authenticate": 'Basic realm="bosun"' })
-          }
-          const url = URL.canParse(req.url ?? "") ? new URL(req.url ?? "") : undefined
-          if (url === undefined || url.protocol !== "http:")
-            return refuse(res, 400, "an absolute http:// URL is required")
-          const host = url.hostname.toLowerCase()
-          const port = Number(url.port || 80)
-          if (!allowed(settings.tiers[client.tier], host, port)) {
-            return refuse(res, 403, `${host}:${port} is not allowed for egress tier ${client.tier}`)
-          }
-          forward(client, { protocol: "http:", host, port, path: `${url.pathname}${url.search}` }, req, res)
-        })
-
-        outer.on("connect", (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
-          const reject = (status: number, reason: string, extra = "") => {
-            socket.end(`HTTP/1.1 ${status} ${reason}\r\n${extra}Content-Length: 0\r\nConnection: close\r\n\r\n`)
-          }
-          socket.on("error", () => socket.destroy())
-          const client = authenticate(req.headers["proxy-authorization"])
-          if (client === undefined) {
-            return reject(407, "Proxy Authentication Required", 'Proxy-Authenticate: Basic realm="bosun"\r\n')
-          }
-          const match = /^\[?([^\]]+?)\]?:(\d+)$/.exec(req.url ?? "")
-          const host = match?.[1]?.toLowerCase()
-          const port = Number(match?.[2])
-          if (host === undefined || !allowed(settings.tiers[client.tier], host, port)) {
-            return reject(403, "Forbidden")
-          }
-          contextFor(host).then(
-            (secureContext) => {
-              socket.write("HTTP/1.1 200 Connection Established\r\n\r\n")
-              if (head.length > 0) socket.unshift(head)
-              const secure = new tls.TLSSocket(socket, { isServer: true, secureContext })
-              secure.on("error", () => secure.destroy())
-              tunnels.set(secure, { client, host, port })
-              inner.emit("connection", secure)
-            },
-            () => reject(502, "Bad Gateway")
-          )
-        })
-
-        const address = yield* Effect.acquireRelease(
-          Effect.callback<{ host: string; port: number }>((resume) => {
-            outer.listen(settings.port, settings.host, () => {
-              const bound = outer.address()
-              resume(
-                Effect.succeed({
-                  host: settings.host,
-                  port: typeof bound === "object" && bound !== null ? bound.port : settings.port
-                })
-              )
-            })
-          }),
-          () =>
-            Effect.callback<void>((resume) => {
-              outer.close(() => resume(Effect.void))
-              outer.closeAllConnections()
-              inner.closeAllConnections()
-            })
-        )
-
+        const outer = http.createServer(servePlain(proxy))
+        outer.on("connect", openTunnel(proxy, tunnels, inner))
+        const address = yield* listen(settings, outer, inner)
         return InjectionProxy.of({
           address,
-          register: (client) => Effect.sync(() => void clients.set(client.attemptId, client)),
-          unregister: (attemptId) => Effect.sync(() => void clients.delete(attemptId))
+          register: (client) => Effect.sync(() => void proxy.clients.set(client.attemptId, client)),
+          unregister: (attemptId) => Effect.sync(() => void proxy.clients.delete(attemptId))
         })
       })
     )
