@@ -1,11 +1,12 @@
 /**
  * The import rules that keep Bosun's shape, checked by `npm run lint` (`lint:imports`) and shown
  * to catch what they forbid in packages/server/test/architecture/ImportRules.test.ts. Packages
- * point down: domain <- runtime; domain <- actors <- server; the dashboard uses domain's API
- * contract; production code never imports the test kit; no import circles. Inside the server,
+ * point down: domain <- runtime; domain <- actors <- server; platform <- server; platform <-
+ * testing; the dashboard uses domain's API contract; production code never imports the test kit,
+ * and the test kit none of the packages it tests; no import circles. Inside the server,
  * app -> inbound -> features -> outbound -> platform.
  */
-const PRODUCTION = "^packages/(domain|runtime|actors|server|dashboard)/src/"
+const PRODUCTION = "^packages/(domain|platform|runtime|actors|server|dashboard)/src/"
 
 module.exports = {
   forbidden: [
@@ -14,14 +15,22 @@ module.exports = {
       comment: "packages/domain holds schemas, the HTTP contract and errors: no I/O, no other package of ours.",
       severity: "error",
       from: { path: "^packages/domain/src/" },
-      to: { path: "^packages/(runtime|actors|server|dashboard|testing)/" }
+      to: { path: "^packages/(platform|runtime|actors|server|dashboard|testing)/" }
+    },
+    {
+      name: "platform-imports-nothing-of-ours",
+      comment:
+        "packages/platform holds process building blocks (embedded Postgres, Redis connection, JSON logger) that the server and the test kit share: it imports no package of ours.",
+      severity: "error",
+      from: { path: "^packages/platform/src/" },
+      to: { path: "^packages/(domain|runtime|actors|server|dashboard|testing)/" }
     },
     {
       name: "runtime-imports-only-domain",
       comment: "The agent runtime runs apart from the control plane and shares only the protocol in domain.",
       severity: "error",
       from: { path: "^packages/runtime/src/" },
-      to: { path: "^packages/(actors|server|dashboard|testing)/" }
+      to: { path: "^packages/(platform|actors|server|dashboard|testing)/" }
     },
     {
       name: "actors-import-no-server",
@@ -35,7 +44,7 @@ module.exports = {
       comment: "The dashboard talks to the server over HTTP through domain's API contract.",
       severity: "error",
       from: { path: "^packages/dashboard/src/" },
-      to: { path: "^packages/(runtime|actors|server|testing)/" }
+      to: { path: "^packages/(platform|runtime|actors|server|testing)/" }
     },
     {
       name: "production-imports-no-test-kit",
@@ -43,6 +52,14 @@ module.exports = {
       severity: "error",
       from: { path: PRODUCTION },
       to: { path: "^packages/testing/" }
+    },
+    {
+      name: "test-kit-imports-no-package-it-tests",
+      comment:
+        "The runtime's, the actors' and the server's tests use the test kit, so it imports none of them (what it shares with the server is in packages/platform): no package cycle at test time.",
+      severity: "error",
+      from: { path: "^packages/testing/" },
+      to: { path: "^packages/(runtime|actors|server|dashboard)/" }
     },
     {
       name: "no-circular",

@@ -16,7 +16,11 @@ import { randomBytes } from "node:crypto"
 import { SecretRotation } from "@bosun/server/features/secrets/SecretRotation"
 import { SecretRotationRepo } from "@bosun/server/features/secrets/SecretRotationRepo"
 import { makeKeyRing, Secrets } from "@bosun/server/platform/crypto/Secrets"
-import { readOrganizationSecrets, secretPlace, seedOrganizationSecrets } from "@bosun/testing/SealedFixtures"
+import {
+  readOrganizationSecrets,
+  secretPlace,
+  seedOrganizationSecrets
+} from "@bosun/server/test/support/SealedFixtures"
 import { PgClient } from "@effect/sql-pg"
 import { Cause, Context, Duration, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import type { SqlClient, SqlError } from "effect/sql"

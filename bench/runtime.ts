@@ -17,7 +17,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import { freePort } from "@bosun/server/platform/db/EmbeddedPostgres"
+import { freePort } from "@bosun/platform/EmbeddedPostgres"
 import { Effect } from "effect"
 import { runContext, writeReport } from "./Report.ts"
 

@@ -51,8 +51,8 @@ import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { promisify } from "node:util"
-import { enqueueRun } from "@bosun/actors/jobs/RunQueue"
-import { freePort } from "@bosun/server/platform/db/EmbeddedPostgres"
+import { RunQueue } from "@bosun/actors/jobs/RunQueue"
+import { freePort } from "@bosun/platform/EmbeddedPostgres"
 import { makeFixtures, startRuntime, TOKEN } from "@bosun/testing/RuntimeProcess"
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Exit, Redacted, Scope } from "effect"
@@ -386,8 +386,9 @@ const setUp = async () => {
     const ids = await query((sql) =>
       sql.withTransaction(
         Effect.gen(function* () {
+          const runQueue = yield* RunQueue
           const queued = yield* Effect.forEach(profiles, (profile) =>
-            enqueueRun({
+            runQueue.enqueue({
               organizationId: ORG,
               repositoryId: null,
               workflowType: "bench_run",
@@ -397,7 +398,7 @@ const setUp = async () => {
           )
           yield* sql`SELECT pg_notify(${WAKE_CHANNEL}, '')`
           return queued.map((row) => row.runId)
-        })
+        }).pipe(Effect.provide(RunQueue.layer))
       )
     )
     return { ids, committedAt: now() }

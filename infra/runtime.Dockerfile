@@ -9,6 +9,7 @@ FROM node:24-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY packages/domain/package.json packages/domain/
+COPY packages/platform/package.json packages/platform/
 COPY packages/runtime/package.json packages/runtime/
 COPY packages/server/package.json packages/server/
 COPY packages/actors/package.json packages/actors/

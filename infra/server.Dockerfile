@@ -11,6 +11,7 @@ FROM node:24-bookworm-slim AS dashboard
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY packages/domain/package.json packages/domain/
+COPY packages/platform/package.json packages/platform/
 COPY packages/runtime/package.json packages/runtime/
 COPY packages/server/package.json packages/server/
 COPY packages/actors/package.json packages/actors/
@@ -26,6 +27,7 @@ FROM node:24-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY packages/domain/package.json packages/domain/
+COPY packages/platform/package.json packages/platform/
 COPY packages/runtime/package.json packages/runtime/
 COPY packages/server/package.json packages/server/
 COPY packages/actors/package.json packages/actors/
@@ -54,6 +56,8 @@ COPY --chown=1000:1000 package.json ./
 COPY --chown=1000:1000 sql sql
 COPY --chown=1000:1000 packages/domain/package.json packages/domain/
 COPY --chown=1000:1000 packages/domain/src packages/domain/src
+COPY --chown=1000:1000 packages/platform/package.json packages/platform/
+COPY --chown=1000:1000 packages/platform/src packages/platform/src
 COPY --chown=1000:1000 packages/actors/package.json packages/actors/
 COPY --chown=1000:1000 packages/actors/src packages/actors/src
 COPY --chown=1000:1000 packages/runtime/package.json packages/runtime/

@@ -4,11 +4,12 @@
  * naming the problem and exit code 1, never a stack trace. SIGINT/SIGTERM stop it gracefully:
  * the HTTP server closes, then the pool, then the embedded Postgres.
  */
+
+import { layerJsonLogger } from "@bosun/platform/JsonLogger"
 import { NodeRuntime } from "@effect/platform-node"
 import { Cause, Effect, Exit, Layer } from "effect"
 import { ServerLive } from "./app/Server.ts"
 import { describeStartupFailure } from "./platform/config/StartupFailure.ts"
-import { layerJsonLogger } from "./platform/observability/JsonLogger.ts"
 
 Layer.launch(ServerLive).pipe(
   Effect.catchCause((cause) =>

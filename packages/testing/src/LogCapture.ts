@@ -2,7 +2,7 @@
  * Captures the JSON log lines the server writes, with the same logger production uses, so tests
  * can assert on exactly what would reach stdout.
  */
-import { type LogOutput, layerJsonLogger } from "@bosun/server/platform/observability/JsonLogger"
+import { type LogOutput, layerJsonLogger } from "@bosun/platform/JsonLogger"
 import { Context, Effect, Layer } from "effect"
 
 export class LogCapture extends Context.Service<

@@ -27,7 +27,7 @@ import { createHmac, generateKeyPairSync, type KeyObject, randomBytes } from "no
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { promisify } from "node:util"
-import { Redis } from "@bosun/server/platform/storage/Redis"
+import { Redis } from "@bosun/platform/Redis"
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Redacted, type Scope } from "effect"
 import { SqlClient } from "effect/sql"

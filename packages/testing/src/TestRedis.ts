@@ -4,7 +4,7 @@
  */
 
 import { randomBytes } from "node:crypto"
-import { Redis } from "@bosun/server/platform/storage/Redis"
+import { Redis } from "@bosun/platform/Redis"
 import { Effect, Layer, Redacted } from "effect"
 import { provided } from "./Provided.ts"
 

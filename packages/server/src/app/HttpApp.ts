@@ -6,36 +6,24 @@
  * (a route that dies, a group with path parameters) to exactly the stack production serves.
  */
 import { BosunApi, RunnerApi } from "@bosun/domain"
+import { LogOutput } from "@bosun/platform/JsonLogger"
 import { Context, Effect, Layer, References, Scope, Tracer } from "effect"
 import { HttpRouter, HttpServer, UrlParams } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
-import { AgentConnectionHttp } from "../features/agentConnections/AgentConnectionHttp.ts"
-import { ConfigurationHttp } from "../features/agentConnections/ConfigurationHttp.ts"
-import { ComposioHttp } from "../features/connectedApps/ComposioHttp.ts"
-import { GithubAppHttp } from "../features/connectedApps/GithubAppHttp.ts"
-import { LinearHttp } from "../features/connectedApps/LinearHttp.ts"
-import { SlackHttp } from "../features/connectedApps/SlackHttp.ts"
-import { ContextSuggestionsHttp } from "../features/contextSuggestions/ContextSuggestionsHttp.ts"
-import { DeepScansHttp } from "../features/deepScans/DeepScansHttp.ts"
-import { AuthHttp } from "../features/identity/AuthHttp.ts"
-import { BootstrapAuthLive } from "../features/identity/BootstrapAuth.ts"
-import { IdentityHttp } from "../features/identity/IdentityHttp.ts"
-import { SessionAuthLive } from "../features/identity/SessionAuth.ts"
-import { MemoriesHttp } from "../features/memories/MemoriesHttp.ts"
-import { PullRequestsHttp } from "../features/repositories/PullRequestsHttp.ts"
-import { RepositoriesHttp } from "../features/repositories/RepositoriesHttp.ts"
-import { RunStreamHub } from "../features/runs/RunStreamHub.ts"
-import { WorkflowRunsHttp } from "../features/runs/WorkflowRunsHttp.ts"
-import { SecretRotationsHttp } from "../features/secrets/SecretRotationsHttp.ts"
-import { ChatHttp } from "../features/workItems/ChatHttp.ts"
-import { WorkItemsHttp } from "../features/workItems/WorkItemsHttp.ts"
-import { GithubWebhooksRoute } from "../inbound/github/GithubWebhooksHttp.ts"
-import { LinearWebhooksHttp } from "../inbound/linear/LinearWebhooksHttp.ts"
-import { SlackEventsHttp } from "../inbound/slack/SlackEventsHttp.ts"
+import { AgentConnectionsHttpLive } from "../features/agentConnections/AgentConnectionsSlice.ts"
+import { ConnectedAppsHttpLive } from "../features/connectedApps/ConnectedAppsSlice.ts"
+import { ContextSuggestionsHttpLive } from "../features/contextSuggestions/ContextSuggestionsSlice.ts"
+import { DeepScansHttpLive } from "../features/deepScans/DeepScansSlice.ts"
+import { AuthMiddlewareLive, IdentityHttpLive } from "../features/identity/IdentitySlice.ts"
+import { MemoriesHttpLive } from "../features/memories/MemoriesSlice.ts"
+import { RepositoriesHttpLive } from "../features/repositories/RepositoriesSlice.ts"
+import { RunsHttpLive } from "../features/runs/RunsSlice.ts"
+import { SecretsHttpLive } from "../features/secrets/SecretsSlice.ts"
+import { WorkItemsHttpLive } from "../features/workItems/WorkItemsSlice.ts"
+import { GithubWebhooksRoute, WebhooksHttpLive } from "../inbound/InboundLive.ts"
 import { runIn } from "../platform/http/ApiGroup.ts"
 import { RequestPipelineLayer } from "../platform/http/RequestPipeline.ts"
 import { RequestValidationLayer } from "../platform/http/Validation.ts"
-import { LogOutput } from "../platform/observability/JsonLogger.ts"
 import { DashboardRoute } from "./DashboardHttp.ts"
 import { HealthHttp, RunnerHealthHttp } from "./HealthHttp.ts"
 import { InstanceHttp } from "./InstanceHttp.ts"
@@ -45,27 +33,19 @@ const BosunApiRoutes = HttpApiBuilder.layer(BosunApi, { openapiPath: "/api/v1/op
   Layer.provide([
     HealthHttp,
     InstanceHttp,
-    IdentityHttp,
-    AuthHttp,
-    GithubAppHttp,
-    SecretRotationsHttp,
-    RepositoriesHttp,
-    ChatHttp,
-    MemoriesHttp,
-    WorkflowRunsHttp.pipe(Layer.provide(RunStreamHub.layer)),
-    PullRequestsHttp,
-    WorkItemsHttp,
-    ConfigurationHttp,
-    ContextSuggestionsHttp,
-    DeepScansHttp,
-    AgentConnectionHttp,
-    ComposioHttp,
-    LinearHttp,
-    LinearWebhooksHttp,
-    SlackHttp,
-    SlackEventsHttp
+    IdentityHttpLive,
+    ConnectedAppsHttpLive,
+    SecretsHttpLive,
+    RepositoriesHttpLive,
+    WorkItemsHttpLive,
+    MemoriesHttpLive,
+    RunsHttpLive,
+    AgentConnectionsHttpLive,
+    ContextSuggestionsHttpLive,
+    DeepScansHttpLive,
+    WebhooksHttpLive
   ]),
-  Layer.provide([RequestValidationLayer, BootstrapAuthLive, SessionAuthLive])
+  Layer.provide([RequestValidationLayer, AuthMiddlewareLive])
 )
 
 /**

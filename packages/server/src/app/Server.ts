@@ -14,49 +14,24 @@ import * as fs from "node:fs/promises"
 import { createServer } from "node:http"
 import * as path from "node:path"
 import type { WorkflowTypes } from "@bosun/actors/attempt/AttemptPorts"
+import { RunQueue } from "@bosun/actors/jobs/RunQueue"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import { NetAddress } from "effect/net"
-import { AgentConnectionsRepo } from "../features/agentConnections/AgentConnectionsRepo.ts"
-import { ConfigurationRepo } from "../features/agentConnections/ConfigurationRepo.ts"
-import { ConfigurationWriter } from "../features/agentConnections/ConfigurationWriter.ts"
+import { AgentConnectionsLive } from "../features/agentConnections/AgentConnectionsSlice.ts"
 import { UsageSourceLive } from "../features/agentConnections/ProviderUsage.ts"
-import { ContextSuggestionsRepo } from "../features/contextSuggestions/ContextSuggestionsRepo.ts"
-import { DeepScanFindingsRepo } from "../features/deepScans/DeepScanFindingsRepo.ts"
-import { DeepScanCronLive } from "../features/deepScans/DeepScanSchedules.ts"
-import { DeepScanSchedulesRepo } from "../features/deepScans/DeepScanSchedulesRepo.ts"
-import { DeepScansRepo } from "../features/deepScans/DeepScansRepo.ts"
-import { OrgAccess } from "../features/identity/OrgAccess.ts"
-import { OrganizationsRepo } from "../features/identity/OrganizationsRepo.ts"
-import { SessionsRepo } from "../features/identity/SessionsRepo.ts"
-import { UsersRepo } from "../features/identity/UsersRepo.ts"
-import { MemoriesRepo } from "../features/memories/MemoriesRepo.ts"
-import { PullRequestsRepo } from "../features/repositories/PullRequestsRepo.ts"
-import { RepositoriesRepo } from "../features/repositories/RepositoriesRepo.ts"
-import { ReviewFindingsRepo } from "../features/reviews/ReviewFindingsRepo.ts"
-import { RunCountsLive, WorkflowRunsRepo } from "../features/runs/WorkflowRunsRepo.ts"
-import { OrganizationSecretsRepo } from "../features/secrets/OrganizationSecretsRepo.ts"
-import { SecretRotation } from "../features/secrets/SecretRotation.ts"
-import { SecretRotationRepo } from "../features/secrets/SecretRotationRepo.ts"
-import { ChatChannelsRepo } from "../features/workItems/ChatChannelsRepo.ts"
-import { WorkItemsRepo } from "../features/workItems/WorkItemsRepo.ts"
-import { GithubDeliveriesRepo } from "../inbound/github/GithubDeliveriesRepo.ts"
-import { LinearDeliveriesRepo } from "../inbound/linear/LinearDeliveriesRepo.ts"
-import { SlackDeliveriesRepo } from "../inbound/slack/SlackDeliveriesRepo.ts"
-import { Composio } from "../outbound/composio/Composio.ts"
-import { ComposioConnectionsRepo } from "../outbound/composio/ComposioConnectionsRepo.ts"
-import { ProviderEffectsRepo } from "../outbound/effects/ProviderEffectsRepo.ts"
-import { GitHubApp } from "../outbound/github/GitHubApp.ts"
-import { GitHubBranches } from "../outbound/github/GitHubBranches.ts"
-import { GitHubOAuth } from "../outbound/github/GitHubOAuth.ts"
-import { GitHubPulls } from "../outbound/github/GitHubPulls.ts"
-import { GithubAppsRepo } from "../outbound/github/GithubAppsRepo.ts"
-import { LinearConnectionsRepo } from "../outbound/linear/LinearConnectionsRepo.ts"
-import { LinearTokens } from "../outbound/linear/LinearTokens.ts"
-import { LinearTracker } from "../outbound/linear/LinearTracker.ts"
-import { SlackChat } from "../outbound/slack/SlackChat.ts"
-import { SlackConnectionsRepo } from "../outbound/slack/SlackConnectionsRepo.ts"
+import { ContextSuggestionsLive } from "../features/contextSuggestions/ContextSuggestionsSlice.ts"
+import { DeepScanCronLive, DeepScansLive } from "../features/deepScans/DeepScansSlice.ts"
+import { IdentityLive } from "../features/identity/IdentitySlice.ts"
+import { MemoriesLive } from "../features/memories/MemoriesSlice.ts"
+import { RepositoriesLive } from "../features/repositories/RepositoriesSlice.ts"
+import { ReviewsLive } from "../features/reviews/ReviewsSlice.ts"
+import { RunsLive } from "../features/runs/RunsSlice.ts"
+import { secretsLive } from "../features/secrets/SecretsSlice.ts"
+import { WorkItemsLive } from "../features/workItems/WorkItemsSlice.ts"
+import { DeliveriesLive } from "../inbound/InboundLive.ts"
+import { ClusterProviderClientsLive, ConnectionsLive, ProviderClientsLive } from "../outbound/OutboundLive.ts"
 import { AppConfig, type Role } from "../platform/config/AppConfig.ts"
 import { InstanceSecrets } from "../platform/config/InstanceSecrets.ts"
 import { Secrets } from "../platform/crypto/Secrets.ts"
@@ -69,9 +44,8 @@ import { AgentRuntime } from "../platform/runtime/AgentRuntime.ts"
 import { StorageLive } from "../platform/storage/StorageLive.ts"
 import { layerClusterRunner } from "./cluster/ClusterLive.ts"
 import { WorkflowTypesLive } from "./cluster/WorkflowTypesLive.ts"
-import { EffectsConsumerLive } from "./EffectsConsumer.ts"
 import { ApiRoutes, RunnerRoutes, serve } from "./HttpApp.ts"
-import { InboxConsumerLive } from "./InboxConsumer.ts"
+import { EffectsWorkerLive, InboxWorkerLive } from "./OutboxWorkers.ts"
 
 /** The HTTP server on `BOSUN_HOST:BOSUN_PORT`. */
 export const NodeServerLive = Layer.unwrap(
@@ -82,77 +56,27 @@ export const NodeServerLive = Layer.unwrap(
 )
 
 /**
- * The sealing service over this instance's key ring, the repositories, and the secret-rotation
- * service with (or, for read-only CLI commands, without) its worker, which starts once the
- * migrations are applied; needs AppConfig, InstanceSecrets, the Migrator and a SqlClient. The
- * server and the `bosun` CLI share it.
+ * The features' services over the outbound connections and the recorded deliveries, with the
+ * sealing service and the actors' run queue beneath; needs AppConfig, InstanceSecrets, the
+ * Migrator and a SqlClient. Each slice's layer is built after the slices it uses. The
+ * secret-rotation worker runs with `rotationWorker` (not for read-only CLI commands). The server
+ * and the `bosun` CLI share it.
  */
-/** Sessions with the configured idle timeout and maximum age. */
-const SessionsLive = Layer.unwrap(Effect.map(AppConfig, (config) => SessionsRepo.layer(config.sessions)))
-
 export const appServices = (options: { readonly rotationWorker: boolean }) =>
-  Layer.unwrap(
-    Effect.gen(function* () {
-      const config = yield* AppConfig
-      const migrator = yield* Migrator
-      return SecretRotation.layer({
-        ...config.secretRotation,
-        ready: migrator.awaitReady,
-        worker: options.rotationWorker
-      })
-    })
-  ).pipe(
-    Layer.provideMerge(OrgAccess.layer),
-    Layer.provideMerge(Layer.merge(ContextSuggestionsRepo.layer, ConfigurationWriter.layer)),
+  Layer.merge(DeepScansLive, ContextSuggestionsLive).pipe(
+    Layer.provideMerge(AgentConnectionsLive),
+    Layer.provideMerge(WorkItemsLive),
     Layer.provideMerge(
-      Layer.mergeAll(
-        OrganizationsRepo.layer,
-        GithubAppsRepo.layer,
-        GithubDeliveriesRepo.layer,
-        LinearConnectionsRepo.layer,
-        LinearDeliveriesRepo.layer,
-        SlackConnectionsRepo.layer,
-        SlackDeliveriesRepo.layer,
-        OrganizationSecretsRepo.layer,
-        SecretRotationRepo.layer,
-        UsersRepo.layer,
-        AuditLog.layer,
-        SessionsLive,
-        GitHubOAuth.layer,
-        RepositoriesRepo.layer,
-        ChatChannelsRepo.layer,
-        MemoriesRepo.layer,
-        RunCountsLive.pipe(Layer.provideMerge(WorkflowRunsRepo.layer)),
-        PullRequestsRepo.layer,
-        ReviewFindingsRepo.layer,
-        ProviderEffectsRepo.layer,
-        WorkItemsRepo.layer,
-        ConfigurationRepo.layer,
-        AgentConnectionsRepo.layer,
-        ComposioConnectionsRepo.layer,
-        DeepScansRepo.layer,
-        DeepScanFindingsRepo.layer,
-        DeepScanSchedulesRepo.layer,
-        Composio.layer
-      )
+      Layer.mergeAll(IdentityLive, RepositoriesLive, RunsLive, MemoriesLive, ReviewsLive, secretsLive(options))
     ),
-    Layer.provideMerge(Secrets.layer)
+    Layer.provideMerge(Layer.mergeAll(ConnectionsLive, DeliveriesLive, AuditLog.layer)),
+    Layer.provideMerge(Layer.merge(Secrets.layer, RunQueue.layer))
   )
 
 export const AppServicesLive = appServices({ rotationWorker: true })
 
-/** The clients that act as the organization's GitHub App; they need the cache besides the services. */
-export const AppProvidersLive = Layer.mergeAll(
-  Layer.merge(GitHubPulls.layer, GitHubBranches.layer).pipe(Layer.provideMerge(GitHubApp.layer)),
-  SlackChat.layer,
-  UsageSourceLive
-)
-
-/**
- * The clients whose calls take a cluster-wide lock, built on the runner: Linear's, whose token
- * refresh holds the Mutex `tracker-token:{org}`.
- */
-export const ClusterProvidersLive = LinearTracker.layer.pipe(Layer.provideMerge(LinearTokens.layer))
+/** The provider clients and the agents' usage source; they need the cache besides the services. */
+export const AppProvidersLive = Layer.merge(ProviderClientsLive, UsageSourceLive)
 
 /** Serves `routes` (production: `ApiRoutes`); needs the Migrator, AppConfig, SqlClient and an HttpServer. */
 export const HttpLive = <A, E, R>(routes: Layer.Layer<A, E, R>) => serve(routes)
@@ -213,7 +137,7 @@ const Announce = Layer.effectDiscard(
 )
 
 /** The background work of a runner: the inbox and effects consumers, and the deep-scan cron. */
-const BackgroundWorkersLive = Layer.mergeAll(InboxConsumerLive, EffectsConsumerLive, DeepScanCronLive)
+const BackgroundWorkersLive = Layer.mergeAll(InboxWorkerLive, EffectsWorkerLive, DeepScanCronLive)
 
 /**
  * One role's server (docs/operations.md: Roles). `all` and `runner` run the consumers, the cron and the
@@ -227,7 +151,7 @@ const serverOfRole = <E, R>(role: Role, workflowTypes: Layer.Layer<WorkflowTypes
     // arrived before the routes were installed would never be answered.
     Layer.provideMerge(HttpLive(role === "runner" ? RunnerRoutes : ApiRoutes).pipe(Layer.provideMerge(NodeServerLive))),
     Layer.provideMerge(Layer.merge(MetricsServerLive, role === "api" ? Layer.empty : BackgroundWorkersLive)),
-    Layer.provideMerge(ClusterProvidersLive),
+    Layer.provideMerge(ClusterProviderClientsLive),
     Layer.provideMerge(layerClusterRunner(workflowTypes)),
     Layer.provideMerge(AppProvidersLive),
     Layer.provideMerge(appServices({ rotationWorker: role !== "api" })),

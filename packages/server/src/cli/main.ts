@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { layerJsonLogger } from "@bosun/platform/JsonLogger"
 /**
  * The `bosun` operator command (`npm run bosun -- <command>`, or the `bosun` bin of the server
  * package). It reads the same configuration as the server and uses the same services on the
@@ -17,7 +18,6 @@ import { InstanceSecrets } from "../platform/config/InstanceSecrets.ts"
 import { describeStartupFailure } from "../platform/config/StartupFailure.ts"
 import { DatabaseCliLive } from "../platform/db/Database.ts"
 import { Migrator } from "../platform/db/Migrator.ts"
-import { layerJsonLogger } from "../platform/observability/JsonLogger.ts"
 import { CacheAndQueuesLive } from "../platform/storage/StorageLive.ts"
 import { BOSUN_VERSION } from "../platform/Version.ts"
 import { CliFailure } from "./CliFailure.ts"

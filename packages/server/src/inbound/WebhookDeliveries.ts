@@ -1,12 +1,12 @@
 /**
- * Webhook deliveries of the chat and tracker providers (`linear_deliveries`, `slack_deliveries`,
- * which share their columns): recorded once per delivery id, in the caller's transaction, so the
+ * Webhook deliveries of every source (`github_deliveries`, `linear_deliveries`, `slack_deliveries`,
+ * which share these columns): recorded once per delivery id, in the caller's transaction, so the
  * delivery row and its inbox outbox row commit together and a repeated delivery is recognised by
  * its id (`duplicate: true`); then locked, processed and marked by the inbox in one transaction.
- * Deliveries about one subject (a Linear issue, a Slack thread) are applied in arrival order: the
- * inbox serializes on the subject and applies the earlier pending ones first (`serialize`,
- * `lockPendingBefore`). Rows are scoped by organization. (GitHub's deliveries keep their own table
- * and module: they carry the installation and are placed before they are recorded.)
+ * Deliveries about one subject (a pull request, a Linear issue, a Slack thread) are applied in
+ * arrival order: the inbox serializes on the subject and applies the earlier pending ones first
+ * (`serialize`, `lockPendingBefore`). Rows are scoped by organization. GitHub's deliveries record
+ * the installation besides, in their own `record` (`GithubDeliveriesRepo`).
  */
 import { Effect, Option } from "effect"
 import { SqlClient } from "effect/sql"
@@ -14,21 +14,18 @@ import { SqlClient } from "effect/sql"
 export interface WebhookDelivery {
   readonly deliveryId: string
   readonly organizationId: string
-  /** The event's type (Linear: the entity, Issue or Comment; Slack: the inner event's type). */
+  /** The event's type (GitHub: X-GitHub-Event; Linear: the entity, Issue or Comment; Slack: the inner event's type). */
   readonly event: string
-  /** Linear: the action (create, update); Slack: the message subtype. */
+  /** GitHub and Linear: the action (opened, create, ...); Slack: the message subtype. */
   readonly action: string | null
   readonly payload: Readonly<Record<string, unknown>>
-  /** What the delivery is about, where the order of deliveries matters (a Linear issue id, a Slack thread). */
+  /** What the delivery is about, where the order of deliveries matters (a pull request, a Linear issue id, a Slack thread). */
   readonly subject: string | null
 }
 
 export interface WebhookDeliveriesShape {
   /** Records the delivery; false when its id was already recorded (nothing is written then). */
-  readonly record: (
-    delivery: WebhookDelivery,
-    ignoredReason: string | null
-  ) => Effect.Effect<boolean, never, SqlClient.SqlClient>
+  readonly record: (delivery: WebhookDelivery, ignoredReason: string | null) => Effect.Effect<boolean>
   /** The delivery, its row locked until the caller's transaction ends. */
   readonly lock: (
     organizationId: string,
@@ -67,14 +64,13 @@ const fromRow = (row: DeliveryRow): WebhookDelivery => ({
   subject: row.subject
 })
 
-export const makeWebhookDeliveries = (table: "linear_deliveries" | "slack_deliveries") =>
+export const makeWebhookDeliveries = (table: "github_deliveries" | "linear_deliveries" | "slack_deliveries") =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const name = sql.literal(table)
 
     const record = Effect.fn(`${table}.record`)(function* (delivery: WebhookDelivery, ignoredReason: string | null) {
-      const tx = yield* SqlClient.SqlClient
-      const inserted = yield* tx<{ delivery_id: string }>`
+      const inserted = yield* sql<{ delivery_id: string }>`
         INSERT INTO ${name} (delivery_id, organization_id, event, action, payload, subject, processed_at, ignored_reason)
         VALUES (${delivery.deliveryId}, ${delivery.organizationId}, ${delivery.event}, ${delivery.action},
                 ${JSON.stringify(delivery.payload)}::jsonb, ${delivery.subject},

@@ -51,8 +51,10 @@ describe("the import rules", () => {
         "packages/server/src/features/reviews/ReviewService.ts": importing("../memories/index.ts"),
         "packages/server/src/features/memories/index.ts": importing("../../outbound/github/Pulls.ts"),
         "packages/server/src/outbound/github/Pulls.ts": importing("../../platform/db/Database.ts"),
-        "packages/server/src/platform/db/Database.ts": importing("../../../../actors/src/Actor.ts"),
-        "packages/testing/src/Fake.ts": importing("../../server/src/platform/db/Database.ts")
+        "packages/server/src/platform/db/Database.ts": importing("../../../../platform/src/Redis.ts"),
+        "packages/server/src/platform/db/Migrator.ts": importing("../../../../actors/src/Actor.ts"),
+        "packages/platform/src/Redis.ts": exporting,
+        "packages/testing/src/Fake.ts": importing("../../platform/src/Redis.ts")
       }),
       []
     )
@@ -65,6 +67,16 @@ describe("the import rules", () => {
         "packages/server/src/Server.ts": exporting
       }),
       ["domain-imports-nothing-of-ours: packages/domain/src/Schema.ts -> packages/server/src/Server.ts"]
+    )
+  })
+
+  it("platform importing another package of ours breaks platform-imports-nothing-of-ours", async () => {
+    assert.deepStrictEqual(
+      await violationsOf({
+        "packages/platform/src/Redis.ts": importing("../../domain/src/Schema.ts"),
+        "packages/domain/src/Schema.ts": exporting
+      }),
+      ["platform-imports-nothing-of-ours: packages/platform/src/Redis.ts -> packages/domain/src/Schema.ts"]
     )
   })
 
@@ -105,6 +117,18 @@ describe("the import rules", () => {
         "packages/testing/src/Fake.ts": exporting
       }),
       ["production-imports-no-test-kit: packages/server/src/Server.ts -> packages/testing/src/Fake.ts"]
+    )
+  })
+
+  it("the test kit importing the server breaks test-kit-imports-no-package-it-tests", async () => {
+    assert.deepStrictEqual(
+      await violationsOf({
+        "packages/testing/src/Fake.ts": importing("../../server/src/platform/db/Database.ts"),
+        "packages/server/src/platform/db/Database.ts": exporting
+      }),
+      [
+        "test-kit-imports-no-package-it-tests: packages/testing/src/Fake.ts -> packages/server/src/platform/db/Database.ts"
+      ]
     )
   })
 

@@ -7,7 +7,7 @@
 import { execFile } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { fileURLToPath } from "node:url"
-import { LogCapture, seedOrganizationSecrets, TestDatabase } from "@bosun/testing"
+import { LogCapture, TestDatabase } from "@bosun/testing"
 import { assert, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
@@ -17,6 +17,7 @@ import { OrganizationsRepo } from "../../src/features/identity/OrganizationsRepo
 import { AppConfig } from "../../src/platform/config/AppConfig.ts"
 import { Migrator } from "../../src/platform/db/Migrator.ts"
 import { cleanEnv } from "../support/Process.ts"
+import { seedOrganizationSecrets } from "../support/SealedFixtures.ts"
 import { layerTestSecrets, testSettings } from "../support/TestServer.ts"
 
 const cliScript = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url))

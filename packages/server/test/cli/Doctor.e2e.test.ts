@@ -5,6 +5,7 @@
  * own FAIL line in plain words with exit code 1, no secret in the output, and nothing written
  * anywhere.
  */
+
 import { generateKeyPairSync, randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import { createServer } from "node:http"
@@ -13,16 +14,10 @@ import { createServer as createTcpServer, type Socket, type Server as TcpServer 
 import * as os from "node:os"
 import * as path from "node:path"
 import { CreateBucketCommand, ListObjectsV2Command } from "@aws-sdk/client-s3"
+import { RunQueue } from "@bosun/actors/jobs/RunQueue"
 import { RUNTIME_PROTOCOL_VERSION } from "@bosun/domain"
-import {
-  FakeGithub,
-  provided,
-  redisUrl,
-  sealedChecksum,
-  seedOrganizationSecrets,
-  startFakeModelServer,
-  TestDatabase
-} from "@bosun/testing"
+import { freePort } from "@bosun/platform/EmbeddedPostgres"
+import { FakeGithub, provided, redisUrl, startFakeModelServer, TestDatabase } from "@bosun/testing"
 import { TOKEN as RUNTIME_TOKEN, startRuntime } from "@bosun/testing/RuntimeProcess"
 import { assert, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Option, Redacted, References } from "effect"
@@ -31,10 +26,10 @@ import { AgentConnectionsRepo } from "../../src/features/agentConnections/AgentC
 import { GithubAppsRepo } from "../../src/outbound/github/GithubAppsRepo.ts"
 import { AppConfig, type S3Settings } from "../../src/platform/config/AppConfig.ts"
 import { makeKeyRing, Secrets } from "../../src/platform/crypto/Secrets.ts"
-import { freePort } from "../../src/platform/db/EmbeddedPostgres.ts"
 import { runMigrations } from "../../src/platform/db/Migrator.ts"
 import { makeS3Client } from "../../src/platform/storage/BlobStoreS3.ts"
 import { runCli } from "../support/Process.ts"
+import { sealedChecksum, seedOrganizationSecrets } from "../support/SealedFixtures.ts"
 import { migrationsDir, testSettings } from "../support/TestServer.ts"
 
 const KEY_V1 = randomBytes(32).toString("base64")
@@ -647,7 +642,7 @@ layer(DeploymentLive.pipe(Layer.provideMerge(Layer.mergeAll(TestDatabase.layer, 
               INSERT INTO configuration_groups (organization_id, repository_id, group_name, value)
               VALUES (${org}, NULL, 'agent', ${JSON.stringify({ model: "fake/fake-coder" })}::jsonb)`
           }).pipe(
-            Effect.provide(AgentConnectionsRepo.layer),
+            Effect.provide(AgentConnectionsRepo.layer.pipe(Layer.provide(RunQueue.layer))),
             Effect.provideService(Secrets, ring(KEY_V2, 2, [[1, KEY_V1]])),
             Effect.orDie
           )

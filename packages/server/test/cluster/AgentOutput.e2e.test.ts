@@ -9,7 +9,6 @@ import { createServer } from "node:http"
 import * as path from "node:path"
 import type { WorkflowType } from "@bosun/actors/attempt/AttemptPorts"
 import { MAX_EVENT_BYTES, TRUNCATION_MARKER_PREFIX, truncationMarker } from "@bosun/actors/events/StorableEvent"
-import { enqueueRun } from "@bosun/actors/jobs/RunQueue"
 import { wakeScheduler } from "@bosun/actors/scheduler/SchedulerEntity"
 import { RUN_ENDED, type RunEvent, type RunRequest } from "@bosun/domain"
 import { WorkflowEventsPage } from "@bosun/domain/api/WorkflowRunsApi"
@@ -29,10 +28,12 @@ import { Duration, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { layerWorkflowTypes } from "../../src/app/cluster/WorkflowTypesLive.ts"
 import { ApiRoutes } from "../../src/app/HttpApp.ts"
-import { AppProvidersLive, ClusterProvidersLive, HttpLive } from "../../src/app/Server.ts"
+import { AppProvidersLive, HttpLive } from "../../src/app/Server.ts"
+import { ClusterProviderClientsLive } from "../../src/outbound/OutboundLive.ts"
 import { layerPostgres } from "../../src/platform/storage/QueuePostgres.ts"
 import { OutboxLive } from "../../src/platform/storage/StorageLive.ts"
 import { signIn } from "../support/Identity.ts"
+import { enqueueRun } from "../support/RunQueueCalls.ts"
 import { layerTestCluster } from "../support/TestCluster.ts"
 import { request, testSettings } from "../support/TestServer.ts"
 
@@ -105,7 +106,7 @@ const clusterWithHttp = Layer.unwrap(
   Effect.map(Effect.promise(freePort), (runnerPort) =>
     HttpLive(ApiRoutes).pipe(
       Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
-      Layer.provideMerge(ClusterProvidersLive),
+      Layer.provideMerge(ClusterProviderClientsLive),
       Layer.provideMerge(AppProvidersLive),
       Layer.provideMerge(OutboxLive.pipe(Layer.provideMerge(layerPostgres(testSettings().queues)))),
       Layer.provideMerge(

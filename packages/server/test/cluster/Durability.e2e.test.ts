@@ -13,7 +13,6 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import { enqueueRun } from "@bosun/actors/jobs/RunQueue"
 import { eventually, freshDatabase } from "@bosun/testing"
 import { freePort, makeFixtures, type RuntimeProcess, startRuntime, TOKEN } from "@bosun/testing/RuntimeProcess"
 import { PgClient } from "@effect/sql-pg"
@@ -22,6 +21,7 @@ import { Duration, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { startHoldingProxy } from "../support/HoldingProxy.ts"
 import { killServer, spawnServer, untilReady } from "../support/Process.ts"
+import { enqueueRun } from "../support/RunQueueCalls.ts"
 
 const script = fileURLToPath(new URL("../support/ServerWithTestWorkflow.ts", import.meta.url))
 const fixtures = makeFixtures()

@@ -10,7 +10,6 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import { enqueueRun } from "@bosun/actors/jobs/RunQueue"
 import { eventually, freshDatabase } from "@bosun/testing"
 import { freePort, makeFixtures, type RuntimeProcess, startRuntime, TOKEN } from "@bosun/testing/RuntimeProcess"
 import { PgClient } from "@effect/sql-pg"
@@ -20,6 +19,7 @@ import { SqlClient } from "effect/sql"
 import packageJson from "../../package.json" with { type: "json" }
 import { spawnServer, untilReady } from "../support/Process.ts"
 import { type Sample, samples, sampleValue, scrape } from "../support/Prometheus.ts"
+import { enqueueRun } from "../support/RunQueueCalls.ts"
 
 const script = fileURLToPath(new URL("../support/ServerWithTestWorkflow.ts", import.meta.url))
 const fixtures = makeFixtures()

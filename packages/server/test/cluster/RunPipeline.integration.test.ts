@@ -7,7 +7,7 @@
  */
 import * as path from "node:path"
 import { AttemptError, type WorkflowType } from "@bosun/actors/attempt/AttemptPorts"
-import { enqueueRun, type NewRun, requestCancel } from "@bosun/actors/jobs/RunQueue"
+import type { NewRun } from "@bosun/actors/jobs/RunQueue"
 import { wakeScheduler } from "@bosun/actors/scheduler/SchedulerEntity"
 import { RUNTIME_PROTOCOL_HEADER, RUNTIME_PROTOCOL_VERSION, type RunRequest } from "@bosun/domain"
 import { eventually, LogCapture } from "@bosun/testing"
@@ -26,6 +26,7 @@ import { SqlClient } from "effect/sql"
 import { layerWorkflowTypes } from "../../src/app/cluster/WorkflowTypesLive.ts"
 import { BlobStore } from "../../src/platform/storage/BlobStore.ts"
 import { parseExposition, sampleValue } from "../support/Prometheus.ts"
+import { enqueueRun, requestCancel } from "../support/RunQueueCalls.ts"
 import { layerTestCluster } from "../support/TestCluster.ts"
 
 const fixtures = makeFixtures()

@@ -13,7 +13,6 @@ import * as http from "node:http"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import { enqueueRun } from "@bosun/actors/jobs/RunQueue"
 import { generateCa } from "@bosun/actors/sandbox/InjectionProxy"
 import { podNameOf } from "@bosun/actors/sandbox/PlatformContainer"
 import { eventually, freshDatabase } from "@bosun/testing"
@@ -25,6 +24,7 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Duration, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { spawnServer, untilReady } from "../support/Process.ts"
+import { enqueueRun } from "../support/RunQueueCalls.ts"
 
 const script = fileURLToPath(new URL("../support/ServerWithTestWorkflow.ts", import.meta.url))
 const fixtures = makeFixtures()

@@ -12,7 +12,6 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import { enqueueRun } from "@bosun/actors/jobs/RunQueue"
 import { eventually, freshDatabase } from "@bosun/testing"
 import { freePort, makeFixtures, type RuntimeProcess, startRuntime, TOKEN } from "@bosun/testing/RuntimeProcess"
 import { PgClient } from "@effect/sql-pg"
@@ -20,6 +19,7 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Duration, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { killServer, type ServerProcess, spawnServer, untilReady } from "../support/Process.ts"
+import { enqueueRun } from "../support/RunQueueCalls.ts"
 
 const script = fileURLToPath(new URL("../support/ServerWithTestWorkflow.ts", import.meta.url))
 const fixtures = makeFixtures()

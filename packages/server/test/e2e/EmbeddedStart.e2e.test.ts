@@ -8,10 +8,10 @@
 import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
+import { freePort } from "@bosun/platform/EmbeddedPostgres"
 import { eventually } from "@bosun/testing"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { freePort } from "../../src/platform/db/EmbeddedPostgres.ts"
 import { spawnServer } from "../support/Process.ts"
 
 const fetchStatus = (url: string) =>

@@ -7,7 +7,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { processDeliveryOnce } from "../../src/inbound/ProcessDelivery.ts"
+import { actedOn, processDeliveryOnce } from "../../src/inbound/ProcessDelivery.ts"
 import { makeWebhookDeliveries, type WebhookDelivery } from "../../src/inbound/WebhookDeliveries.ts"
 import { signIn } from "../support/Identity.ts"
 import { layerTestServer } from "../support/TestServer.ts"
@@ -31,13 +31,14 @@ const setUp = (organizationId: string, ids: ReadonlyArray<readonly [string, stri
       yield* sql.withTransaction(deliveries.record(delivery(organizationId, id, subject), null))
     }
     const applied: Array<string> = []
-    const handle = yield* processDeliveryOnce("test", deliveries, (found) =>
+    const handler = yield* processDeliveryOnce("test.delivery", "test", deliveries, (found) =>
       Effect.sync(() => {
         applied.push(found.deliveryId)
-        return found.deliveryId.endsWith("-ignored") ? "ignored by the test" : null
+        return actedOn(found.deliveryId.endsWith("-ignored") ? "ignored by the test" : null)
       })
     )
-    const wake = (id: string) => handle({ organization_id: organizationId, delivery_id: id })
+    const wake = (id: string) =>
+      handler.handle({ organization_id: organizationId, delivery_id: id }, { deliveries: 1, last: false })
     const state = sql<{ delivery_id: string; processed: boolean; ignored_reason: string | null }>`
       SELECT delivery_id, processed_at IS NOT NULL AS processed, ignored_reason FROM linear_deliveries
       WHERE organization_id = ${organizationId} ORDER BY delivery_id`

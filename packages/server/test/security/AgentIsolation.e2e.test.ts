@@ -19,11 +19,11 @@
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { freePort } from "@bosun/platform/EmbeddedPostgres"
 import { eventually } from "@bosun/testing"
 import { makeFixtures, runRequest } from "@bosun/testing/RuntimeProcess"
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect } from "effect"
-import { freePort } from "../../src/platform/db/EmbeddedPostgres.ts"
 import { spawnServer, untilReady } from "../support/Process.ts"
 
 const isRoot = process.getuid?.() === 0

@@ -13,12 +13,12 @@ import { DeepScanFindingsRepo } from "../../src/features/deepScans/DeepScanFindi
 import { DeepScansRepo } from "../../src/features/deepScans/DeepScansRepo.ts"
 import { MemoriesRepo } from "../../src/features/memories/MemoriesRepo.ts"
 import { RepositoriesRepo } from "../../src/features/repositories/RepositoriesRepo.ts"
-import { WorkflowRunsRepo } from "../../src/features/runs/WorkflowRunsRepo.ts"
 import { ChatChannelsRepo } from "../../src/features/workItems/ChatChannelsRepo.ts"
 import { WorkItemsRepo } from "../../src/features/workItems/WorkItemsRepo.ts"
 import { signIn } from "../support/Identity.ts"
 import { type JsonSchema, MISSED_ROUTE, type OpenApiDocument, resolveRefs } from "../support/OpenApiDocument.ts"
 import { rowCounts } from "../support/RowCounts.ts"
+import { insertRun } from "../support/RunRows.ts"
 import { baseUrl, layerTestServer, testSettings } from "../support/TestServer.ts"
 
 const ORG_A = "acme-tenancy"
@@ -203,7 +203,7 @@ const seed = (org: string, prefix: string) =>
       phase: "PLANNING",
       waitingReason: "APPROVAL"
     })
-    const run = yield* (yield* WorkflowRunsRepo).create(org, {
+    const run = yield* insertRun(org, {
       workflowType: "PULL_REQUEST_REVIEW",
       repositoryId: repository.id,
       pullRequestNumber: 7

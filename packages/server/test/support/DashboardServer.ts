@@ -2,11 +2,12 @@
  * What the dashboard's browser tests share: the test server's settings for them, the
  * API read-back that checks what a screen did, and waiting on a count of elements.
  */
+
+import { freePort } from "@bosun/platform/EmbeddedPostgres"
 import { eventually } from "@bosun/testing"
 import { assert } from "@effect/vitest"
 import { Duration, Effect } from "effect"
 import type { Locator } from "playwright-core"
-import { freePort } from "../../src/platform/db/EmbeddedPostgres.ts"
 import { builtDashboard, step } from "./Browser.ts"
 import { request, testSettings } from "./TestServer.ts"
 

@@ -6,9 +6,9 @@
 
 import { type ChildProcess, execFile, spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
+import { freePort } from "@bosun/platform/EmbeddedPostgres"
 import { eventually } from "@bosun/testing"
 import { Duration, Effect } from "effect"
-import { freePort } from "../../src/platform/db/EmbeddedPostgres.ts"
 
 export const mainScript = fileURLToPath(new URL("../../src/main.ts", import.meta.url))
 

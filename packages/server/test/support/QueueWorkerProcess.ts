@@ -4,12 +4,13 @@
  * prints `holding <id> <deliveries>` for each message and never finishes handling it, so the
  * test can SIGKILL it with the message claimed.
  */
+
+import { Redis } from "@bosun/platform/Redis"
 import { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Layer, Redacted } from "effect"
 import { Queues } from "../../src/platform/storage/Queue.ts"
 import { layerPostgres } from "../../src/platform/storage/QueuePostgres.ts"
 import { layerRedis } from "../../src/platform/storage/QueueRedis.ts"
-import { Redis } from "../../src/platform/storage/Redis.ts"
 
 const [adapter, url = "", visibility = "400", prefix = ""] = process.argv.slice(2)
 const settings = {

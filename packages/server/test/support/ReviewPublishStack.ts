@@ -12,7 +12,7 @@ import { eventually, FakeGithub } from "@bosun/testing"
 import { Duration, Effect, Layer, Redacted } from "effect"
 import { TestRunner } from "effect/cluster"
 import { SqlClient } from "effect/sql"
-import { EffectsConsumerLive } from "../../src/app/EffectsConsumer.ts"
+import { EffectsWorkerLive } from "../../src/app/OutboxWorkers.ts"
 import { OrganizationsRepo } from "../../src/features/identity/OrganizationsRepo.ts"
 import { REVIEW, reviewWorkflow } from "../../src/features/reviews/ReviewWorkflow.ts"
 import { GitHubApp } from "../../src/outbound/github/GitHubApp.ts"
@@ -81,7 +81,7 @@ export const layerReviewPublishStack = (org: string, repository: string) => {
             AppConfig,
             AppConfig.of({ ...settings, github: { ...settings.github, maxRateLimitWait: Duration.millis(500) } })
           )
-          return EffectsConsumerLive.pipe(
+          return EffectsWorkerLive.pipe(
             Layer.provideMerge(Outbox.layer(OUTBOX)),
             Layer.provideMerge(SlackChat.layer),
             // Linear's client takes the cluster-wide token lock: an in-memory runner offers it.

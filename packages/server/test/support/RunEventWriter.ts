@@ -10,15 +10,14 @@ import type { RunEvent } from "@bosun/domain"
 import { assert } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { WorkflowRunsRepo } from "../../src/features/runs/WorkflowRunsRepo.ts"
 import { signIn } from "./Identity.ts"
+import { insertRun } from "./RunRows.ts"
 
 export const runWithWriter = (org: string, data: (n: number) => unknown = (n) => ({ n })) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const runs = yield* WorkflowRunsRepo
     const member = yield* signIn(`${org}-member`, [[org, "MEMBER"]])
-    const created = yield* runs.create(org, { workflowType: "test_stream", repositoryId: null })
+    const created = yield* insertRun(org, { workflowType: "test_stream", repositoryId: null })
     yield* sql`INSERT INTO workflow_attempts (id, run_id, attempt, status, started_at, heartbeat_at)
                VALUES (${`${created.id}:1`}, ${created.id}, 1, 'RUNNING', now(), now())`
     const run: AttemptRun = {

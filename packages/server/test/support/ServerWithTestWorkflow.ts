@@ -10,12 +10,12 @@
 import type { WorkflowType } from "@bosun/actors/attempt/AttemptPorts"
 import type { SandboxProviderName } from "@bosun/actors/sandbox/SandboxProvider"
 import type { RunRequest } from "@bosun/domain"
+import { layerJsonLogger } from "@bosun/platform/JsonLogger"
 import { NodeRuntime } from "@effect/platform-node"
 import { Duration, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { layerWorkflowTypes, productionWorkflowTypes } from "../../src/app/cluster/WorkflowTypesLive.ts"
 import { makeServerLive } from "../../src/app/Server.ts"
-import { layerJsonLogger } from "../../src/platform/observability/JsonLogger.ts"
 
 const repoUrl = process.env.TEST_REPO_URL ?? ""
 const publishDelay = Number(process.env.TEST_PUBLISH_DELAY_MS ?? 0)

@@ -16,10 +16,10 @@ import { HttpServer } from "effect/http"
 import { NetAddress } from "effect/net"
 import { layerClusterRunner } from "../../src/app/cluster/ClusterLive.ts"
 import { WorkflowTypesLive } from "../../src/app/cluster/WorkflowTypesLive.ts"
-import { EffectsConsumerLive } from "../../src/app/EffectsConsumer.ts"
 import { ApiRoutes } from "../../src/app/HttpApp.ts"
-import { InboxConsumerLive } from "../../src/app/InboxConsumer.ts"
-import { AppProvidersLive, AppServicesLive, ClusterProvidersLive, HttpLive } from "../../src/app/Server.ts"
+import { EffectsWorkerLive, InboxWorkerLive } from "../../src/app/OutboxWorkers.ts"
+import { AppProvidersLive, AppServicesLive, HttpLive } from "../../src/app/Server.ts"
+import { ClusterProviderClientsLive } from "../../src/outbound/OutboundLive.ts"
 import { AppConfig, type AppSettings, type MasterKeySettings } from "../../src/platform/config/AppConfig.ts"
 import { InstanceSecrets } from "../../src/platform/config/InstanceSecrets.ts"
 import { Migrator } from "../../src/platform/db/Migrator.ts"
@@ -156,8 +156,8 @@ export const layerHttp = <A = never, E = never, R = never>(options: {
     Layer.provideMerge(
       NodeHttpServer.layer(createServer, { port: testSettings(options.settings).port, host: "127.0.0.1" })
     ),
-    Layer.provideMerge(Layer.mergeAll(InboxConsumerLive, EffectsConsumerLive)),
-    Layer.provideMerge(ClusterProvidersLive),
+    Layer.provideMerge(Layer.mergeAll(InboxWorkerLive, EffectsWorkerLive)),
+    Layer.provideMerge(ClusterProviderClientsLive),
     Layer.provideMerge(layerClusterRunner(WorkflowTypesLive)),
     Layer.provideMerge(AppProvidersLive),
     Layer.provideMerge(AppServicesLive),

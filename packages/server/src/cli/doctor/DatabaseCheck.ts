@@ -8,10 +8,10 @@
  * server holds; it never starts one.
  */
 import * as path from "node:path"
+import { describeEndpoint, embeddedUrl, runningEndpoint } from "@bosun/platform/EmbeddedPostgres"
 import { PgClient } from "@effect/sql-pg"
 import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
-import { describeEndpoint, embeddedUrl, runningEndpoint } from "../../platform/db/EmbeddedPostgres.ts"
 import { loadMigrations } from "../../platform/db/Migrator.ts"
 import { CheckFailed, connectionProblem, describeCause, displayUrl, rootCode, seconds } from "./CheckResult.ts"
 import type { DoctorSetup } from "./ConfigurationCheck.ts"

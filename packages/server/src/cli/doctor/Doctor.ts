@@ -6,6 +6,7 @@
  * independent probes run side by side, so a deployment where everything is down still answers
  * within seconds. Printing is the command's job (`cli/commands/doctor.ts`).
  */
+import { RunQueue } from "@bosun/actors/jobs/RunQueue"
 import { RuntimeClient } from "@bosun/actors/runtime/RuntimeClient"
 import { Duration, Effect, Layer, Option } from "effect"
 import { AgentConnectionsRepo } from "../../features/agentConnections/AgentConnectionsRepo.ts"
@@ -60,6 +61,7 @@ const databaseChecks = Effect.fn("Doctor.databaseChecks")(function* (setup: Doct
     Layer.provideMerge(GithubAppsRepo.layer),
     Layer.provide(
       Layer.mergeAll(
+        RunQueue.layer,
         Layer.succeed(AppConfig, AppConfig.of(setup.settings)),
         Layer.succeed(Secrets, Secrets.make(makeKeyRing(masterKey))),
         layerMemory

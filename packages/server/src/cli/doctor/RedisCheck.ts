@@ -6,10 +6,11 @@
  * is "Connection is closed." where the operator needs "connection refused" or "wrong password".
  * This probe connects once, never reconnects, and keeps the error that closed it.
  */
+
+import { RedisError } from "@bosun/platform/Redis"
 import { Effect, Option, Redacted } from "effect"
 import { Redis as IORedis } from "ioredis"
 import type { AppSettings } from "../../platform/config/AppConfig.ts"
-import { RedisError } from "../../platform/storage/Redis.ts"
 import {
   CheckFailed,
   type CheckResult,

@@ -18,7 +18,7 @@
  * newest discovery — the one for the current credentials — to have succeeded.
  */
 import { randomBytes, randomUUID } from "node:crypto"
-import { enqueueRun } from "@bosun/actors/jobs/RunQueue"
+import { RunQueue } from "@bosun/actors/jobs/RunQueue"
 import type { AgentConnection, CatalogOutput } from "@bosun/domain"
 import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { SqlClient } from "effect/sql"
@@ -115,6 +115,7 @@ export class AgentConnectionsRepo extends Context.Service<
     AgentConnectionsRepo,
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
+      const runQueue = yield* RunQueue
       const secrets = yield* Secrets
       const scopeColumns = sql.literal("id, repository_id, auth, auth_version, auth_fingerprint, provider_ids")
 
@@ -257,7 +258,7 @@ export class AgentConnectionsRepo extends Context.Service<
           VALUES (${organizationId}, ${repositoryId}, ${scope.value.auth_fingerprint})
           RETURNING id`.pipe(Effect.orDie)
         const discoveryId = row?.id ?? ""
-        const queued = yield* enqueueRun({
+        const queued = yield* runQueue.enqueue({
           organizationId,
           repositoryId,
           workflowType: CATALOG_DISCOVERY,
@@ -265,7 +266,7 @@ export class AgentConnectionsRepo extends Context.Service<
           // One discovery of a scope at a time, in the order they were asked for.
           sessionKey: `catalog:${organizationId}:${repositoryId ?? "-"}`,
           inputSnapshot: { discovery_id: discoveryId }
-        }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+        })
         yield* sql`
           UPDATE agent_catalog_discoveries SET workflow_run_id = ${queued.runId}
           WHERE organization_id = ${organizationId} AND id = ${discoveryId}`.pipe(Effect.orDie)

@@ -55,7 +55,7 @@ export class DeepScanSchedulesRepo extends Context.Service<
     /** Up to `limit` schedules due now, across the instance, oldest first. */
     readonly due: (limit: number) => Effect.Effect<ReadonlyArray<DueSchedule>>
     /** Locks the schedule when it is still due (none when another runner took it or it changed). In the caller's transaction. */
-    readonly claim: (due: DueSchedule) => Effect.Effect<Option.Option<DueSchedule>, never, SqlClient.SqlClient>
+    readonly claim: (due: DueSchedule) => Effect.Effect<Option.Option<DueSchedule>>
     /** Records what the occurrence did and when the next one is. In the caller's transaction. */
     readonly advance: (
       due: DueSchedule,
@@ -65,7 +65,7 @@ export class DeepScanSchedulesRepo extends Context.Service<
         readonly runId: string | null
         readonly error: string | null
       }
-    ) => Effect.Effect<void, never, SqlClient.SqlClient>
+    ) => Effect.Effect<void>
   }
 >()("bosun/server/persistence/DeepScanSchedulesRepo") {
   static readonly layer = Layer.effect(
@@ -111,8 +111,7 @@ export class DeepScanSchedulesRepo extends Context.Service<
           }))
         }),
         claim: Effect.fn("DeepScanSchedulesRepo.claim")(function* (due: DueSchedule) {
-          const tx = yield* SqlClient.SqlClient
-          const [row] = yield* tx<{ cron: string; next_run_at: Date }>`
+          const [row] = yield* sql<{ cron: string; next_run_at: Date }>`
             SELECT cron, next_run_at FROM deep_scan_schedules
             WHERE organization_id = ${due.organizationId} AND repository_id = ${due.repositoryId}
               AND next_run_at <= now()
@@ -121,8 +120,7 @@ export class DeepScanSchedulesRepo extends Context.Service<
           return Option.some({ ...due, cron: row.cron, dueAt: row.next_run_at })
         }),
         advance: Effect.fn("DeepScanSchedulesRepo.advance")(function* (due: DueSchedule, outcome) {
-          const tx = yield* SqlClient.SqlClient
-          yield* tx`
+          yield* sql`
             UPDATE deep_scan_schedules SET next_run_at = ${outcome.nextRunAt}, last_run_at = now(),
                    last_deep_scan_id = coalesce(${outcome.deepScanId}, last_deep_scan_id),
                    last_run_id = coalesce(${outcome.runId}, last_run_id), last_error = ${outcome.error},

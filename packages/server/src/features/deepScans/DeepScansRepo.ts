@@ -5,7 +5,7 @@
  * they run one at a time, in order. Reads join the run for the status, timing, model and error, and
  * the repository for its name. Every query filters by organization.
  */
-import { enqueueRun } from "@bosun/actors/jobs/RunQueue"
+import { RunQueue } from "@bosun/actors/jobs/RunQueue"
 import type { DeepScan } from "@bosun/domain"
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
@@ -110,6 +110,7 @@ export class DeepScansRepo extends Context.Service<
     DeepScansRepo,
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
+      const runQueue = yield* RunQueue
       const select = sql.literal(`
         SELECT s.id, s.run_id, s.repository_id, r.name AS repository_name, r.owner AS repository_owner,
                s.head_sha, s.completion_status, s.finding_count, s.risk_level, s.accepted_count,
@@ -148,7 +149,7 @@ export class DeepScansRepo extends Context.Service<
           return yield* sql
             .withTransaction(
               Effect.gen(function* () {
-                const queued = yield* enqueueRun({
+                const queued = yield* runQueue.enqueue({
                   organizationId,
                   repositoryId: launch.repositoryId,
                   workflowType: DEEP_SCAN,
@@ -171,7 +172,7 @@ export class DeepScansRepo extends Context.Service<
                 return { id: row.id, runId: queued.runId }
               })
             )
-            .pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
+            .pipe(Effect.orDie)
         }),
         forRun: Effect.fn("DeepScansRepo.forRun")(function* (organizationId, runId) {
           const [row] = yield* sql<{ id: string; repository_id: string; default_branch: string; head_sha: string }>`

@@ -11,7 +11,7 @@ import type { DeepScanFinding } from "@bosun/domain"
 import { Effect, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { RepositoriesRepo } from "../repositories/index.ts"
-import { enqueueImplement, WorkItemsRepo } from "../workItems/index.ts"
+import { WorkItemRuns, WorkItemsRepo } from "../workItems/index.ts"
 import { DeepScanFindingsRepo } from "./DeepScanFindingsRepo.ts"
 
 export type FixOutcome =
@@ -41,6 +41,7 @@ export const makeFixWorkItems = Effect.gen(function* () {
   const findings = yield* DeepScanFindingsRepo
   const repositories = yield* RepositoriesRepo
   const workItems = yield* WorkItemsRepo
+  const workItemRuns = yield* WorkItemRuns
 
   return (organizationId: string, deepScanId: string) =>
     sql
@@ -80,11 +81,11 @@ export const makeFixWorkItems = Effect.gen(function* () {
           yield* sql`
             UPDATE deep_scans SET fix_work_item_id = ${item.id}, updated_at = now()
             WHERE organization_id = ${organizationId} AND id = ${deepScanId}`
-          yield* enqueueImplement(organizationId, {
+          yield* workItemRuns.enqueueImplement(organizationId, {
             id: item.id,
             sessionKey,
             primaryRepositoryId: repository.value.id
-          }).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.provideService(WorkItemsRepo, workItems))
+          })
           return { _tag: "Created", workItemId: item.id, findings: accepted.length } as FixOutcome
         })
       )

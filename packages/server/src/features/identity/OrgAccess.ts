@@ -5,8 +5,8 @@
  * role below what the action needs is 403. The organization's id goes on the request's log line.
  */
 import { CurrentUser, ErrorCodes, Forbidden, NotFound, type Role, roleAtLeast } from "@bosun/domain"
+import { RequestContext } from "@bosun/platform/RequestContext"
 import { Context, Effect, Layer, Option } from "effect"
-import { RequestContext } from "../../platform/observability/RequestContext.ts"
 import { UsersRepo } from "./UsersRepo.ts"
 
 export const organizationNotFound = NotFound.fromCode(ErrorCodes.notFound, "No organization has this id")

@@ -6,10 +6,10 @@
  * cannot ride a signed-in browser; the JSON-only bodies do the rest (a form post is a 415).
  */
 import { CurrentUser, ErrorCodes, Forbidden, SessionAuth, Unauthorized } from "@bosun/domain"
+import { RequestContext } from "@bosun/platform/RequestContext"
 import { Effect, Layer, Option } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { AppConfig } from "../../platform/config/AppConfig.ts"
-import { RequestContext } from "../../platform/observability/RequestContext.ts"
 import { SessionsRepo } from "./SessionsRepo.ts"
 
 const noSession = Unauthorized.fromCode(ErrorCodes.sessionRequired, "Sign in first: no valid bosun_session cookie")

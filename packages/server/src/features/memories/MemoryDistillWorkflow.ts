@@ -13,7 +13,7 @@
  *   with the feedback's provenance (once per run, so a publish that runs again changes nothing).
  */
 import type { WorkflowType } from "@bosun/actors/attempt/AttemptPorts"
-import { enqueueRun } from "@bosun/actors/jobs/RunQueue"
+import type { NewRun } from "@bosun/actors/jobs/RunQueue"
 import { MEMORY_OUTPUT_PATH, MemoryProposal, MemorySourceType } from "@bosun/domain"
 import { Effect, Option, Schema } from "effect"
 import { RepositoriesRepo } from "../repositories/index.ts"
@@ -42,17 +42,16 @@ export const DistillInput = Schema.Struct({
 })
 export type DistillInput = typeof DistillInput.Type
 
-/** Queues the distill run of one piece of feedback, in the caller's transaction. */
-export const enqueueMemoryDistill = (organizationId: string, repositoryId: string, input: DistillInput) =>
-  enqueueRun({
-    organizationId,
-    repositoryId,
-    workflowType: MEMORY_DISTILL,
-    lane: "AGENT",
-    sessionKey: `memory-distill:${organizationId}`,
-    pullRequestNumber: input.source.pull_request_number ?? undefined,
-    inputSnapshot: input
-  })
+/** The distill run of one piece of feedback, for the `RunQueue` (in the caller's transaction). */
+export const memoryDistillRun = (organizationId: string, repositoryId: string, input: DistillInput): NewRun => ({
+  organizationId,
+  repositoryId,
+  workflowType: MEMORY_DISTILL,
+  lane: "AGENT",
+  sessionKey: `memory-distill:${organizationId}`,
+  pullRequestNumber: input.source.pull_request_number ?? undefined,
+  inputSnapshot: input
+})
 
 const decodeProposal = Schema.decodeUnknownEffect(Schema.fromJsonString(MemoryProposal))
 

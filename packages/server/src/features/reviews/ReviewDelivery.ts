@@ -28,6 +28,7 @@ import { type GitHubAppError, retryableGithubError } from "../../outbound/github
 import { GitHubPulls, type PullRef, type ReviewCommentDraft } from "../../outbound/github/GitHubPulls.ts"
 import { type CheckRun, GITHUB_CHECK_RUN } from "../../outbound/github/GithubEffects.ts"
 import { Outbox } from "../../platform/storage/Outbox.ts"
+import { contribute, EffectHandlers, outboxHandler } from "../../platform/storage/OutboxHandlers.ts"
 import { PullRequestsRepo } from "../repositories/index.ts"
 import { withDescription } from "./PrDescription.ts"
 import { deliveryFailureCheck, reviewCheckRun } from "./ReviewFailure.ts"
@@ -161,10 +162,7 @@ export const makeReviewDelivery = Effect.gen(function* () {
           yield* pullRequests.setReviewStatus(job.organization_id, refOf(job), "REVIEWED")
         })
       )
-      .pipe(
-        Effect.catchTag("SqlError", (error) => Effect.die(error)),
-        Effect.provideService(SqlClient.SqlClient, sql)
-      )
+      .pipe(Effect.catchTag("SqlError", (error) => Effect.die(error)))
   })
 
   /** The agent's description into the pull request's body, once. */
@@ -238,7 +236,7 @@ export const makeReviewDelivery = Effect.gen(function* () {
           )
         )
       )
-      .pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie, Effect.asVoid)
+      .pipe(Effect.orDie, Effect.asVoid)
 
   /** Ends a delivery that will not succeed by itself: said once in the log, on the pull request and its check run. */
   const giveUp = Effect.fnUntraced(function* (
@@ -266,8 +264,10 @@ export const makeReviewDelivery = Effect.gen(function* () {
     return yield* new ReviewNotPosted({ message: error.message })
   })
 
-  const deliver = Effect.fn("ReviewDelivery.deliver")(function* (payload: unknown, delivery: EffectDelivery) {
-    const job = yield* Schema.decodeUnknownEffect(ReviewDeliveryPayload)(payload).pipe(Effect.orDie)
+  const deliver = Effect.fn("ReviewDelivery.deliver")(function* (
+    job: typeof ReviewDeliveryPayload.Type,
+    delivery: EffectDelivery
+  ) {
     yield* Effect.annotateCurrentSpan({ "bosun.run_id": job.run_id, "bosun.org_id": job.organization_id })
     const { request } = yield* requestOf(job)
     const posted = yield* Effect.result(postReview(job, request))
@@ -315,5 +315,8 @@ export const makeReviewDelivery = Effect.gen(function* () {
     )
   })
 
-  return [[GITHUB_REVIEW_DELIVERY, deliver]] as const
+  return [outboxHandler(GITHUB_REVIEW_DELIVERY, ReviewDeliveryPayload, deliver)]
 })
+
+/** Adds the review delivery to the `bosun-effects` registry. */
+export const ReviewDeliveryHandlersLive = contribute(EffectHandlers, makeReviewDelivery)

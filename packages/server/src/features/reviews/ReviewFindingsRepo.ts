@@ -50,7 +50,7 @@ export class ReviewFindingsRepo extends Context.Service<
   {
     readonly known: (pr: PullRequestRef) => Effect.Effect<ReadonlyArray<KnownFinding>>
     /** Records the review and its plan; run it in the transaction that records the publish. */
-    readonly recordPlan: (pr: PullRequestRef, review: PlannedReview) => Effect.Effect<void, never, SqlClient.SqlClient>
+    readonly recordPlan: (pr: PullRequestRef, review: PlannedReview) => Effect.Effect<void>
     /** The GitHub ids of the inline comments a posted review created, by fingerprint. */
     readonly recordPosted: (pr: PullRequestRef, review: PostedReview) => Effect.Effect<void>
     /** The head of the pull request's newest posted review: what a new push is compared with. */
@@ -93,12 +93,11 @@ export class ReviewFindingsRepo extends Context.Service<
         pr: PullRequestRef,
         review: PlannedReview
       ) {
-        const tx = yield* SqlClient.SqlClient
         const coverage = {
           reviewed: review.plan.coverage.reviewed.map((file) => ({ path: file.path, hunks: file.lines.hunks })),
           skipped: review.plan.coverage.skipped
         }
-        yield* tx`
+        yield* sql`
           INSERT INTO pull_request_reviews
             (run_id, organization_id, repository_id, pull_request_number, head_sha, summary, coverage)
           VALUES (${review.runId}, ${pr.organizationId}, ${pr.repositoryId}, ${pr.number}, ${review.headSha},
@@ -107,12 +106,12 @@ export class ReviewFindingsRepo extends Context.Service<
         for (const finding of review.plan.findings) {
           if (finding.placement === "DISMISSED") continue
           if (finding.placement === "ALREADY_POSTED") {
-            yield* tx`UPDATE review_findings SET last_run_id = ${review.runId}, updated_at = now()
+            yield* sql`UPDATE review_findings SET last_run_id = ${review.runId}, updated_at = now()
                       WHERE repository_id = ${pr.repositoryId} AND pull_request_number = ${pr.number}
                         AND fingerprint = ${finding.fingerprint}`.pipe(Effect.orDie)
             continue
           }
-          yield* tx`
+          yield* sql`
             INSERT INTO review_findings
               (organization_id, repository_id, pull_request_number, fingerprint, path, start_line, end_line, side,
                severity, category, title, placement, first_run_id, last_run_id)
@@ -130,12 +129,12 @@ export class ReviewFindingsRepo extends Context.Service<
         }
         const resolved = review.plan.resolved.map((finding) => finding.fingerprint)
         if (resolved.length > 0) {
-          yield* tx`UPDATE review_findings SET state = 'RESOLVED', resolved_at = now(), last_run_id = ${review.runId},
+          yield* sql`UPDATE review_findings SET state = 'RESOLVED', resolved_at = now(), last_run_id = ${review.runId},
                       updated_at = now()
                     WHERE repository_id = ${pr.repositoryId} AND pull_request_number = ${pr.number}
                       AND state = 'OPEN' AND fingerprint = ANY(${resolved})`.pipe(Effect.orDie)
         }
-        yield* recount(tx, pr)
+        yield* recount(sql, pr)
       })
 
       const recordPosted = Effect.fn("ReviewFindingsRepo.recordPosted")(function* (

@@ -201,7 +201,6 @@ export const reviewWorkflow = Effect.gen(function* () {
       )
       .pipe(
         Effect.mapError((error) => fail("check_run_unrecorded", error.message, true)),
-        Effect.provideService(SqlClient.SqlClient, sql),
         Effect.asVoid
       )
 
@@ -476,10 +475,7 @@ export const reviewWorkflow = Effect.gen(function* () {
             pullRequests.setReviewStatus(report.run.organizationId, subject.ref, "FAILED")
           )
         )
-        .pipe(
-          Effect.mapError((error) => fail("failure_report_unrecorded", error.message, true)),
-          Effect.provideService(SqlClient.SqlClient, sql)
-        )
+        .pipe(Effect.mapError((error) => fail("failure_report_unrecorded", error.message, true)))
     })
 
   return { [REVIEW]: { ...type, reportFailure } }

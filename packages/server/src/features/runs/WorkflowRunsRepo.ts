@@ -1,7 +1,7 @@
 /**
  * Workflow runs and attempts (docs/interface.md: Resources "Workflow run", "Workflow attempt").
- * Reads (one run with its attempts, or the list newest first) filter by organization;
- * `create`/`addAttempt` are the writes the scheduler will make (tests use them).
+ * Reads only (one run with its attempts, or the list newest first), filtered by organization: the
+ * actors write runs and attempts (`RunQueue`, the Scheduler, the attempt's records).
  */
 import type { WorkflowAttempt, WorkflowRun } from "@bosun/domain"
 import { Context, Effect, Layer, Option } from "effect"
@@ -27,22 +27,6 @@ export class WorkflowRunsRepo extends Context.Service<
       organizationId: string,
       runId: string
     ) => Effect.Effect<Option.Option<{ readonly run: WorkflowRun; readonly attempts: ReadonlyArray<WorkflowAttempt> }>>
-    readonly create: (
-      organizationId: string,
-      run: {
-        readonly workflowType: string
-        readonly repositoryId: string | null
-        readonly headSha?: string
-        readonly baseSha?: string
-        readonly pullRequestNumber?: number
-        readonly inputSnapshot?: Readonly<Record<string, unknown>>
-      }
-    ) => Effect.Effect<WorkflowRun>
-    readonly addAttempt: (
-      runId: string,
-      attempt: number,
-      fields?: { readonly workerId?: string; readonly sandboxProvider?: string }
-    ) => Effect.Effect<WorkflowAttempt>
     /**
      * Runs of every organization by workflow type and status, for `/metrics` only: an
      * instance-wide count that names no organization, run, or anything an organization wrote.
@@ -110,26 +94,6 @@ export class WorkflowRunsRepo extends Context.Service<
           const attempts = yield* sql<AttemptRow>`
             SELECT ${attemptColumns} FROM workflow_attempts WHERE run_id = ${runId} ORDER BY attempt`.pipe(Effect.orDie)
           return Option.some({ run: toRun(run), attempts: attempts.map(toAttempt) })
-        }),
-        create: Effect.fn("WorkflowRunsRepo.create")(function* (organizationId, run) {
-          const [row] = yield* sql<RunRow>`
-            INSERT INTO workflow_runs (organization_id, repository_id, workflow_type, head_sha, base_sha,
-                                       pull_request_number, input_snapshot)
-            VALUES (${organizationId}, ${run.repositoryId}, ${run.workflowType}, ${run.headSha ?? null},
-                    ${run.baseSha ?? null}, ${run.pullRequestNumber ?? null},
-                    ${JSON.stringify(run.inputSnapshot ?? {})}::jsonb)
-            RETURNING ${runColumns}`.pipe(Effect.orDie)
-          if (row === undefined) return yield* Effect.die(new Error("run insert returned no row"))
-          return toRun(row)
-        }),
-        addAttempt: Effect.fn("WorkflowRunsRepo.addAttempt")(function* (runId, attempt, fields) {
-          const [row] = yield* sql<AttemptRow>`
-            INSERT INTO workflow_attempts (id, run_id, attempt, worker_id, sandbox_provider, started_at)
-            VALUES (${`${runId}:${attempt}`}, ${runId}, ${attempt}, ${fields?.workerId ?? null},
-                    ${fields?.sandboxProvider ?? null}, now())
-            RETURNING ${attemptColumns}`.pipe(Effect.orDie)
-          if (row === undefined) return yield* Effect.die(new Error("attempt insert returned no row"))
-          return toAttempt(row)
         })
       })
     })

@@ -16,11 +16,8 @@
  * Runs in the inbox's transaction; the inbox wakes the Scheduler after the commit.
  */
 import { Effect, Option } from "effect"
-import { SqlClient } from "effect/sql"
 import { AuditLog } from "../../platform/db/AuditLog.ts"
-import { RepositoriesRepo } from "../repositories/index.ts"
-import { enqueueImplement } from "./WorkItemImplementWorkflow.ts"
-import { enqueueIntake } from "./WorkItemIntakeWorkflow.ts"
+import { WorkItemRuns } from "./WorkItemRuns.ts"
 import { WorkItemsRepo } from "./WorkItemsRepo.ts"
 
 const APPROVAL = /^(?:approve|approved|lgtm|go ahead|ship it)[.!]*$/i
@@ -49,8 +46,7 @@ export interface FollowUp {
 
 export const makeFollowUps = Effect.gen(function* () {
   const workItems = yield* WorkItemsRepo
-  const repositories = yield* RepositoriesRepo
-  const sql = yield* SqlClient.SqlClient
+  const runs = yield* WorkItemRuns
   const audit = yield* AuditLog
 
   /**
@@ -78,11 +74,11 @@ export const makeFollowUps = Effect.gen(function* () {
         target: `work_item:${item.id}`
       })
       if (action === "APPROVE" && Option.isSome(acted.success)) {
-        yield* enqueueImplement(organizationId, {
+        yield* runs.enqueueImplement(organizationId, {
           id: item.id,
           sessionKey: item.sessionKey,
           primaryRepositoryId: acted.success.value.primary_repository_id
-        }).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.provideService(WorkItemsRepo, workItems))
+        })
       }
       return null
     })
@@ -110,15 +106,11 @@ export const makeFollowUps = Effect.gen(function* () {
           ? `work item ${item.id} was cancelled; REOPEN it to continue`
           : "the follow-up was recorded already"
       }
-      yield* enqueueIntake(organizationId, {
+      yield* runs.enqueueIntake(organizationId, {
         id: item.id,
         sessionKey: item.sessionKey,
         primaryRepositoryId: updated.value.primary_repository_id
-      }).pipe(
-        Effect.provideService(SqlClient.SqlClient, sql),
-        Effect.provideService(WorkItemsRepo, workItems),
-        Effect.provideService(RepositoriesRepo, repositories)
-      )
+      })
       return null
     })
 

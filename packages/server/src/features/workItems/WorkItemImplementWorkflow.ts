@@ -23,10 +23,8 @@
  * Bosun with the installation token, so nothing the agent runs can write to GitHub.
  */
 import type { AttemptRun, WorkflowType } from "@bosun/actors/attempt/AttemptPorts"
-import { enqueueRun } from "@bosun/actors/jobs/RunQueue"
 import { CHANGES_PATH, IMPLEMENT_OUTPUT_PATH, ImplementOutput } from "@bosun/domain"
 import { Effect, Option, Result, Schema } from "effect"
-import { SqlClient } from "effect/sql"
 import { ProviderEffectsRepo } from "../../outbound/effects/ProviderEffectsRepo.ts"
 import { GitHubApp } from "../../outbound/github/GitHubApp.ts"
 import { githubAttemptError } from "../../outbound/github/GitHubAttemptError.ts"
@@ -37,9 +35,8 @@ import { applyChange, parseChanges } from "./ChangeSet.ts"
 import { IMPLEMENT_INSTRUCTIONS, implementPrompt } from "./ImplementInstructions.ts"
 import { replyEffect } from "./WorkItemReplies.ts"
 import { CHECKOUT, fail, fullName, makeWorkItemRunSetup, workItemAttempt } from "./WorkItemRunSetup.ts"
+import { WORK_ITEM_IMPLEMENT } from "./WorkItemRuns.ts"
 import { WorkItemsRepo } from "./WorkItemsRepo.ts"
-
-export const WORK_ITEM_IMPLEMENT = "work_item_implement"
 
 const IMPLEMENT_TIME_LIMIT_SECONDS = 3600
 
@@ -47,30 +44,11 @@ const decodeOutput = Schema.decodeUnknownEffect(Schema.fromJsonString(ImplementO
 
 const PullResult = Schema.Struct({ number: Schema.Int, url: Schema.String })
 
-/** Queues the approved item's implement run and makes it the item's active run; in the caller's transaction. */
-export const enqueueImplement = (
-  organizationId: string,
-  item: { readonly id: string; readonly sessionKey: string | null; readonly primaryRepositoryId: string | null }
-) =>
-  Effect.gen(function* () {
-    const queued = yield* enqueueRun({
-      organizationId,
-      repositoryId: item.primaryRepositoryId,
-      workflowType: WORK_ITEM_IMPLEMENT,
-      lane: "AGENT",
-      sessionKey: item.sessionKey ?? undefined,
-      inputSnapshot: { work_item_id: item.id }
-    })
-    yield* (yield* WorkItemsRepo).startRun(organizationId, item.id, queued.runId)
-    return queued
-  })
-
 const fromGithub = githubAttemptError
 
 export const branchFor = (itemId: string, runId: string) => `bosun/wi-${itemId.slice(0, 8)}-${runId.slice(0, 8)}`
 
 export const workItemImplementWorkflow = Effect.gen(function* () {
-  const sql = yield* SqlClient.SqlClient
   const workItems = yield* WorkItemsRepo
   const repositories = yield* RepositoriesRepo
   const effects = yield* ProviderEffectsRepo
@@ -148,15 +126,14 @@ export const workItemImplementWorkflow = Effect.gen(function* () {
           )
           const { configuration } = yield* agentOf(run)
           const draft = configuration.issue_pull_request_mode !== "READY"
-          yield* effects
-            .begin({
-              organizationId: run.organizationId,
-              runId: run.runId,
-              kind: "github.pull_request",
-              idempotencyKey: key,
-              request: { repository: fullName(repository), branch, title: plan.title, draft }
-            })
-            .pipe(Effect.provideService(SqlClient.SqlClient, sql))
+          yield* effects.begin({
+            organizationId: run.organizationId,
+            runId: run.runId,
+            kind: "github.pull_request",
+            idempotencyKey: key,
+            request: { repository: fullName(repository), branch, title: plan.title, draft }
+          })
+
           const attempted = Option.isSome(recorded) && recorded.value.attempts > 0
           yield* effects.attempted(run.organizationId, key)
           const existing = attempted ? yield* Effect.mapError(branches.findPull(at, branch), fromGithub) : Option.none()
@@ -221,10 +198,7 @@ export const workItemImplementWorkflow = Effect.gen(function* () {
               yield* outbox.write("bosun-effects", reply.value.kind, reply.value.payload)
             })
           )
-          .pipe(
-            Effect.mapError((error) => fail("pull_request_unrecorded", error.message, true)),
-            Effect.provideService(SqlClient.SqlClient, sql)
-          )
+          .pipe(Effect.mapError((error) => fail("pull_request_unrecorded", error.message, true)))
       })
   }
 

@@ -20,53 +20,21 @@
  */
 
 import type { WorkflowType } from "@bosun/actors/attempt/AttemptPorts"
-import { enqueueRun } from "@bosun/actors/jobs/RunQueue"
 import { INTAKE_OUTPUT_PATH, IntakeOutput, type Repository } from "@bosun/domain"
 import { Effect, Option, Schema } from "effect"
-import { SqlClient } from "effect/sql"
 import { Outbox } from "../../platform/storage/Outbox.ts"
 import { RepositoriesRepo } from "../repositories/index.ts"
 import { INTAKE_INSTRUCTIONS, intakePrompt } from "./IntakeInstructions.ts"
 import { isSlackSession, planButtons, replyEffect } from "./WorkItemReplies.ts"
 import { CHECKOUT, fail, fullName, makeWorkItemRunSetup, workItemAttempt } from "./WorkItemRunSetup.ts"
+import { WORK_ITEM_INTAKE } from "./WorkItemRuns.ts"
 import { type WorkItemForRun, WorkItemsRepo } from "./WorkItemsRepo.ts"
-
-export const WORK_ITEM_INTAKE = "work_item_intake"
 
 const INTAKE_TIME_LIMIT_SECONDS = 1800
 
 const decodeOutput = Schema.decodeUnknownEffect(Schema.fromJsonString(IntakeOutput))
 
-/**
- * Queues the item's intake run and makes it the item's active run; in the caller's transaction.
- * An item that names no repository runs on the organization's only available one, if it has
- * exactly one (so the agent can read the code it is asked about).
- */
-export const enqueueIntake = (
-  organizationId: string,
-  item: { readonly id: string; readonly sessionKey: string | null; readonly primaryRepositoryId: string | null }
-) =>
-  Effect.gen(function* () {
-    const available =
-      item.primaryRepositoryId !== null
-        ? []
-        : (yield* (yield* RepositoriesRepo).list(organizationId)).filter((repository) => repository.available)
-    // The run answers the conversation as it is now: a later follow-up gets a run of its own.
-    const conversation = (yield* (yield* WorkItemsRepo).messages(organizationId, item.id)).length
-    const queued = yield* enqueueRun({
-      organizationId,
-      repositoryId: item.primaryRepositoryId ?? (available.length === 1 ? (available[0]?.id ?? null) : null),
-      workflowType: WORK_ITEM_INTAKE,
-      lane: "AGENT",
-      sessionKey: item.sessionKey ?? undefined,
-      inputSnapshot: { work_item_id: item.id, conversation_length: conversation }
-    })
-    yield* (yield* WorkItemsRepo).startRun(organizationId, item.id, queued.runId)
-    return queued
-  })
-
 export const workItemIntakeWorkflow = Effect.gen(function* () {
-  const sql = yield* SqlClient.SqlClient
   const workItems = yield* WorkItemsRepo
   const repositories = yield* RepositoriesRepo
   const outbox = yield* Outbox
@@ -185,10 +153,7 @@ export const workItemIntakeWorkflow = Effect.gen(function* () {
               yield* outbox.write("bosun-effects", reply.value.kind, reply.value.payload)
             })
           )
-          .pipe(
-            Effect.mapError((error) => fail("intake_unrecorded", error.message, true)),
-            Effect.provideService(SqlClient.SqlClient, sql)
-          )
+          .pipe(Effect.mapError((error) => fail("intake_unrecorded", error.message, true)))
       })
   }
 

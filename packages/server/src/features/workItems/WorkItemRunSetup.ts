@@ -14,7 +14,6 @@ import {
 } from "@bosun/actors/attempt/AttemptPorts"
 import type { Repository, RepositoryConfiguration, RunRepository, RunRequest } from "@bosun/domain"
 import { Effect, Option, Redacted, Schema } from "effect"
-import { SqlClient } from "effect/sql"
 import { GitHubApp } from "../../outbound/github/GitHubApp.ts"
 import { githubAttemptError } from "../../outbound/github/GitHubAttemptError.ts"
 import { AppConfig } from "../../platform/config/AppConfig.ts"
@@ -85,7 +84,6 @@ export const makeWorkItemRunSetup = Effect.gen(function* () {
   const connections = yield* AgentConnectionsRepo
   const app = yield* GitHubApp
   const outbox = yield* Outbox
-  const sql = yield* SqlClient.SqlClient
   const memories = yield* MemoriesRepo
   const { secondaryCheckouts } = yield* makeSecondaryCheckouts
   const runSettings = yield* makeRunSettings
@@ -202,10 +200,7 @@ export const makeWorkItemRunSetup = Effect.gen(function* () {
             yield* outbox.write("bosun-effects", reply.value.kind, reply.value.payload)
           })
         )
-        .pipe(
-          Effect.mapError((error) => fail("failure_report_unrecorded", error.message, true)),
-          Effect.provideService(SqlClient.SqlClient, sql)
-        )
+        .pipe(Effect.mapError((error) => fail("failure_report_unrecorded", error.message, true)))
     })
 
   return { itemOf, agentOf, checkoutOf, withConventions, withSecondaryRepositories, reportFailure }

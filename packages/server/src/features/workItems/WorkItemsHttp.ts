@@ -16,9 +16,7 @@ import { SqlClient } from "effect/sql"
 import { AuditLog } from "../../platform/db/AuditLog.ts"
 import { group } from "../../platform/http/ApiGroup.ts"
 import { OrgAccess } from "../identity/index.ts"
-import { RepositoriesRepo } from "../repositories/index.ts"
-import { enqueueImplement } from "./WorkItemImplementWorkflow.ts"
-import { enqueueIntake } from "./WorkItemIntakeWorkflow.ts"
+import { WorkItemRuns } from "./WorkItemRuns.ts"
 import { WorkItemsRepo } from "./WorkItemsRepo.ts"
 
 const workItemNotFound = NotFound.fromCode(ErrorCodes.notFound, "No work item has this id in this organization")
@@ -30,7 +28,7 @@ export const WorkItemsHttp = group(
     const access = yield* OrgAccess
     const items = yield* WorkItemsRepo
     const audit = yield* AuditLog
-    const repositories = yield* RepositoriesRepo
+    const workItemRuns = yield* WorkItemRuns
     const sql = yield* SqlClient.SqlClient
     const wake = Effect.provideService(wakeScheduler, Sharding.Sharding, yield* Sharding.Sharding)
 
@@ -43,9 +41,9 @@ export const WorkItemsHttp = group(
             if (Option.isNone(updated)) return Option.none()
             const runs =
               action === "APPROVE" || (action === "RETRY" && updated.value.phase === "IMPLEMENTING")
-                ? enqueueImplement
+                ? workItemRuns.enqueueImplement
                 : (action === "RETRY" || action === "REOPEN") && updated.value.phase === "INTAKE"
-                  ? enqueueIntake
+                  ? workItemRuns.enqueueIntake
                   : undefined
             if (runs === undefined) return Option.some({ item: updated.value, queued: false })
             const found = yield* items.forRun(organizationId, id)
@@ -53,11 +51,7 @@ export const WorkItemsHttp = group(
               id,
               sessionKey: Option.match(found, { onNone: () => null, onSome: (run) => run.sessionKey }),
               primaryRepositoryId: updated.value.primary_repository_id
-            }).pipe(
-              Effect.provideService(SqlClient.SqlClient, sql),
-              Effect.provideService(WorkItemsRepo, items),
-              Effect.provideService(RepositoriesRepo, repositories)
-            )
+            })
             const now = yield* items.find(organizationId, id)
             return Option.some({ item: Option.getOrElse(now, () => updated.value), queued: true })
           })

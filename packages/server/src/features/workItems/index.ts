@@ -5,6 +5,6 @@
 export type { FileChange } from "./ChangeSet.ts"
 export { parseChanges } from "./ChangeSet.ts"
 export { cloneUrl, makeSecondaryCheckouts } from "./Checkouts.ts"
-export { enqueueImplement } from "./WorkItemImplementWorkflow.ts"
 export { CHECKOUT, fail, fullName, makeWorkItemRunSetup, workItemAttempt } from "./WorkItemRunSetup.ts"
+export { WorkItemRuns } from "./WorkItemRuns.ts"
 export { WorkItemsRepo } from "./WorkItemsRepo.ts"

@@ -31,7 +31,6 @@ import { ErrorCodes } from "@bosun/domain"
 import { verify } from "@octokit/webhooks-methods"
 import { Effect, Layer, Option, Redacted, Result, Schema } from "effect"
 import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
-import { SqlClient } from "effect/sql"
 import { GithubAppsRepo, type WebhookSecretCandidate } from "../../outbound/github/GithubAppsRepo.ts"
 import { errorResponse } from "../../platform/http/RequestPipeline.ts"
 import { readWebhookBody, refuseBadPayload } from "../../platform/http/WebhookBody.ts"
@@ -84,6 +83,33 @@ const accountAt = (payload: Record<string, unknown>, ...path: ReadonlyArray<stri
   return id === undefined || typeof login !== "string" ? undefined : { id, login }
 }
 
+/**
+ * What a delivery is about, where the order of deliveries matters (sql/0040): its pull request or
+ * issue (a pull request's comments share its number), its installation, or its repository's
+ * pushes; null otherwise. By GitHub's ids, which a rename does not change.
+ */
+export const subjectOf = (event: string, payload: Record<string, unknown>): string | null => {
+  const repository = idAt(payload, "repository", "id")
+  const number = idAt(payload, "pull_request", "number") ?? idAt(payload, "issue", "number") ?? idAt(payload, "number")
+  switch (event) {
+    case "pull_request":
+    case "pull_request_review":
+    case "pull_request_review_comment":
+    case "issue_comment":
+    case "issues":
+      return repository === undefined || number === undefined ? null : `pr:${repository}:${number}`
+    case "installation":
+    case "installation_repositories": {
+      const installation = idAt(payload, "installation", "id")
+      return installation === undefined ? null : `installation:${installation}`
+    }
+    case "push":
+      return repository === undefined ? null : `push:${repository}`
+    default:
+      return null
+  }
+}
+
 /** The GitHub account a delivery concerns, as far as its payload says. */
 const accountOf = (payload: Record<string, unknown>) =>
   accountAt(payload, "installation", "account") ??
@@ -97,7 +123,6 @@ export const GithubWebhooksRoute = Layer.unwrap(
     const apps = yield* GithubAppsRepo
     const deliveries = yield* GithubDeliveriesRepo
     const outbox = yield* Outbox
-    const sql = yield* SqlClient.SqlClient
 
     const verifying = (appId: number, body: string, signature: string) =>
       Effect.flatMap(apps.webhookSecrets(appId === 0 ? Option.none() : Option.some(appId)).pipe(Effect.orDie), (all) =>
@@ -187,17 +212,21 @@ export const GithubWebhooksRoute = Layer.unwrap(
                   event,
                   action,
                   installationId: idAt(payload, "installation", "id") ?? null,
-                  payload
+                  payload,
+                  subject: subjectOf(event, payload)
                 },
                 handled ? null : `event ${event} is not handled`
               )
               if (recorded && handled) {
-                yield* outbox.write("bosun-inbox", GITHUB_DELIVERY_KIND, { delivery_id: deliveryId })
+                yield* outbox.write("bosun-inbox", GITHUB_DELIVERY_KIND, {
+                  organization_id: owner.organizationId,
+                  delivery_id: deliveryId
+                })
               }
               return recorded
             })
           )
-          .pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
+          .pipe(Effect.orDie)
         return accepted({ accepted: true, duplicate: !fresh })
       })
 

@@ -19,13 +19,14 @@ import { wakeScheduler } from "@bosun/actors/scheduler/SchedulerEntity"
 import { Effect, Option, Schema } from "effect"
 import { Sharding } from "effect/cluster"
 import { SqlClient } from "effect/sql"
-import { RepositoriesRepo } from "../../features/repositories/RepositoriesRepo.ts"
 import { makeFollowUps } from "../../features/workItems/FollowUps.ts"
-import { enqueueIntake } from "../../features/workItems/WorkItemIntakeWorkflow.ts"
+import { WorkItemRuns } from "../../features/workItems/WorkItemRuns.ts"
 import { WorkItemsRepo } from "../../features/workItems/WorkItemsRepo.ts"
 import { LinearConnectionsRepo, type LinearIdentity } from "../../outbound/linear/LinearConnectionsRepo.ts"
-import { processDeliveryOnce } from "../ProcessDelivery.ts"
+import { contribute, InboxHandlers } from "../../platform/storage/OutboxHandlers.ts"
+import { actedOn, processDeliveryOnce } from "../ProcessDelivery.ts"
 import { LinearDeliveriesRepo, type LinearDelivery } from "./LinearDeliveriesRepo.ts"
+import { LINEAR_DELIVERY_KIND } from "./LinearWebhooksHttp.ts"
 
 const Actor = Schema.optional(Schema.NullOr(Schema.Struct({ name: Schema.optional(Schema.String) })))
 
@@ -79,18 +80,13 @@ export const makeLinearInboxHandler = Effect.gen(function* () {
   const deliveries = yield* LinearDeliveriesRepo
   const connections = yield* LinearConnectionsRepo
   const workItems = yield* WorkItemsRepo
-  const repositories = yield* RepositoriesRepo
+  const workItemRuns = yield* WorkItemRuns
   const sql = yield* SqlClient.SqlClient
   const { followUp } = yield* makeFollowUps
 
   /** Queues the new item's intake run (in the delivery's transaction); null: the delivery was acted on. */
   const intake = (organizationId: string, id: string, sessionKey: string) =>
-    enqueueIntake(organizationId, { id, sessionKey, primaryRepositoryId: null }).pipe(
-      Effect.provideService(SqlClient.SqlClient, sql),
-      Effect.provideService(WorkItemsRepo, workItems),
-      Effect.provideService(RepositoriesRepo, repositories),
-      Effect.as(null)
-    )
+    workItemRuns.enqueueIntake(organizationId, { id, sessionKey, primaryRepositoryId: null }).pipe(Effect.as(null))
 
   const describe = (error: Schema.SchemaError) => `the payload is not a Linear event: ${error.message}`
 
@@ -167,7 +163,13 @@ export const makeLinearInboxHandler = Effect.gen(function* () {
     })
 
   const wake = Effect.provideService(wakeScheduler, Sharding.Sharding, yield* Sharding.Sharding)
-  return yield* processDeliveryOnce("linear", deliveries, process, wake)
+  return yield* processDeliveryOnce(
+    LINEAR_DELIVERY_KIND,
+    "linear",
+    deliveries,
+    (delivery) => Effect.map(process(delivery), actedOn),
+    wake
+  )
 })
 
 const titleOf = (identifier: string | undefined, title: string) =>
@@ -178,3 +180,9 @@ const optional = <K extends string>(key: K, value: string | null | undefined) =>
   (value === undefined || value === null || value.length === 0 ? {} : { [key]: value }) as {
     readonly [P in K]?: string
   }
+
+/** Adds the handler to the `bosun-inbox` registry. */
+export const LinearInboxHandlersLive = contribute(
+  InboxHandlers,
+  Effect.map(makeLinearInboxHandler, (handler) => [handler])
+)

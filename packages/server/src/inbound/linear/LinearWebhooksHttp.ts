@@ -28,7 +28,6 @@ import { createHmac, timingSafeEqual } from "node:crypto"
 import { BosunApi, ErrorCodes } from "@bosun/domain"
 import { Duration, Effect, Option, Redacted, Result, Schema } from "effect"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
-import { SqlClient } from "effect/sql"
 import { LinearConnectionsRepo } from "../../outbound/linear/LinearConnectionsRepo.ts"
 import { AppConfig } from "../../platform/config/AppConfig.ts"
 import { group } from "../../platform/http/ApiGroup.ts"
@@ -70,7 +69,6 @@ export const LinearWebhooksHttp = group(
     const connections = yield* LinearConnectionsRepo
     const deliveries = yield* LinearDeliveriesRepo
     const outbox = yield* Outbox
-    const sql = yield* SqlClient.SqlClient
     const { linearWebhookMaxAge } = yield* AppConfig
     const maxAgeMs = Duration.toMillis(linearWebhookMaxAge)
 
@@ -148,7 +146,7 @@ export const LinearWebhooksHttp = group(
               return recorded
             })
           )
-          .pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
+          .pipe(Effect.orDie)
         return HttpServerResponse.jsonUnsafe({ data: { accepted: true, duplicate: !fresh } }, { status: 202 })
       })
 

@@ -26,18 +26,18 @@ import { wakeScheduler } from "@bosun/actors/scheduler/SchedulerEntity"
 import { Effect, Option, Schema } from "effect"
 import { Sharding } from "effect/cluster"
 import { SqlClient } from "effect/sql"
-import { RepositoriesRepo } from "../../features/repositories/RepositoriesRepo.ts"
 import { ChatChannelsRepo } from "../../features/workItems/ChatChannelsRepo.ts"
 import { makeFollowUps } from "../../features/workItems/FollowUps.ts"
-import { enqueueIntake } from "../../features/workItems/WorkItemIntakeWorkflow.ts"
 import { PLAN_BUTTON_ACTIONS, replyEffect } from "../../features/workItems/WorkItemReplies.ts"
+import { WorkItemRuns } from "../../features/workItems/WorkItemRuns.ts"
 import { WorkItemsRepo } from "../../features/workItems/WorkItemsRepo.ts"
 import { SlackConnectionsRepo } from "../../outbound/slack/SlackConnectionsRepo.ts"
 import { Outbox } from "../../platform/storage/Outbox.ts"
-import { processDeliveryOnce } from "../ProcessDelivery.ts"
+import { contribute, InboxHandlers } from "../../platform/storage/OutboxHandlers.ts"
+import { actedOn, processDeliveryOnce } from "../ProcessDelivery.ts"
 import type { WebhookDelivery } from "../WebhookDeliveries.ts"
 import { SlackDeliveriesRepo } from "./SlackDeliveriesRepo.ts"
-import { SLACK_BLOCK_ACTIONS } from "./SlackEventsHttp.ts"
+import { SLACK_BLOCK_ACTIONS, SLACK_DELIVERY_KIND } from "./SlackEventsHttp.ts"
 
 const MessageEvent = Schema.Struct({
   type: Schema.String,
@@ -81,7 +81,7 @@ export const makeSlackInboxHandler = Effect.gen(function* () {
   const connections = yield* SlackConnectionsRepo
   const channels = yield* ChatChannelsRepo
   const workItems = yield* WorkItemsRepo
-  const repositories = yield* RepositoriesRepo
+  const workItemRuns = yield* WorkItemRuns
   const sql = yield* SqlClient.SqlClient
   const { followUp, planAction } = yield* makeFollowUps
   const outbox = yield* Outbox
@@ -114,9 +114,7 @@ export const makeSlackInboxHandler = Effect.gen(function* () {
           : `<@${click.user.id}> rejected the plan; nothing will be changed.`
       const reply = replyEffect(delivery.organizationId, sessionKey, said, `work_item.button:${delivery.deliveryId}`)
       if (Option.isSome(reply)) {
-        yield* outbox
-          .write("bosun-effects", reply.value.kind, reply.value.payload)
-          .pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
+        yield* outbox.write("bosun-effects", reply.value.kind, reply.value.payload).pipe(Effect.orDie)
       }
       return null
     })
@@ -173,14 +171,22 @@ export const makeSlackInboxHandler = Effect.gen(function* () {
         requestedByLogin: event.user
       })
       if (!created) return `the thread already has work item ${item.id}`
-      yield* enqueueIntake(delivery.organizationId, { id: item.id, sessionKey, primaryRepositoryId: null }).pipe(
-        Effect.provideService(SqlClient.SqlClient, sql),
-        Effect.provideService(WorkItemsRepo, workItems),
-        Effect.provideService(RepositoriesRepo, repositories)
-      )
+      yield* workItemRuns.enqueueIntake(delivery.organizationId, { id: item.id, sessionKey, primaryRepositoryId: null })
       return null
     })
 
   const wake = Effect.provideService(wakeScheduler, Sharding.Sharding, yield* Sharding.Sharding)
-  return yield* processDeliveryOnce("slack", deliveries, apply, wake)
+  return yield* processDeliveryOnce(
+    SLACK_DELIVERY_KIND,
+    "slack",
+    deliveries,
+    (delivery) => Effect.map(apply(delivery), actedOn),
+    wake
+  )
 })
+
+/** Adds the handler to the `bosun-inbox` registry. */
+export const SlackInboxHandlersLive = contribute(
+  InboxHandlers,
+  Effect.map(makeSlackInboxHandler, (handler) => [handler])
+)

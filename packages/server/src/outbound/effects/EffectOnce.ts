@@ -16,6 +16,7 @@
  */
 import { Duration, Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import type { OutboxDelivery } from "../../platform/storage/OutboxHandlers.ts"
 import { ProviderEffectsRepo } from "./ProviderEffectsRepo.ts"
 
 /** Rate limits waited out within one delivery before it fails as a whole. */
@@ -24,12 +25,7 @@ export const RATE_LIMIT_WAITS = 5
 export const MAX_RETRY_AFTER = Duration.seconds(60)
 
 /** Which delivery of its `bosun-effects` message a handler runs in. */
-export interface EffectDelivery {
-  /** 1 on the first delivery. */
-  readonly deliveries: number
-  /** The queue dead-letters the message if this delivery fails. */
-  readonly last: boolean
-}
+export type EffectDelivery = OutboxDelivery
 
 /** What a provider call's failure may say: its message, and when rate limited, how long to wait. */
 export interface CallFailure {
@@ -66,22 +62,20 @@ export const makeEffectOnce = Effect.gen(function* () {
         })
       )
       .pipe(
-        Effect.provideService(SqlClient.SqlClient, sql),
         // The transaction's own count rolled back with it: the failed call is counted after.
         Effect.tapError((error) => effects.failedAttempt(effect.organizationId, effect.key, error.message))
       )
 
   return <E extends CallFailure>(effect: EffectCall<E>) =>
     Effect.gen(function* () {
-      yield* effects
-        .begin({
-          organizationId: effect.organizationId,
-          runId: null,
-          kind: effect.kind,
-          idempotencyKey: effect.key,
-          request: effect.request
-        })
-        .pipe(Effect.provideService(SqlClient.SqlClient, sql))
+      yield* effects.begin({
+        organizationId: effect.organizationId,
+        runId: null,
+        kind: effect.kind,
+        idempotencyKey: effect.key,
+        request: effect.request
+      })
+
       let waits = 0
       while (true) {
         const outcome = yield* Effect.result(attempt(effect))

@@ -21,7 +21,8 @@ export class ProviderEffectsRepo extends Context.Service<
   ProviderEffectsRepo,
   {
     /**
-     * Records the effect PENDING unless its key exists; run it in the deciding transaction.
+     * Records the effect PENDING unless its key exists; run it in the deciding transaction (a
+     * statement made inside the client's transaction joins it).
      * Answers whether this call recorded it (false: another decision had, first).
      */
     readonly begin: (effect: {
@@ -30,16 +31,13 @@ export class ProviderEffectsRepo extends Context.Service<
       readonly kind: string
       readonly idempotencyKey: string
       readonly request: Readonly<Record<string, unknown>>
-    }) => Effect.Effect<boolean, never, SqlClient.SqlClient>
+    }) => Effect.Effect<boolean>
     readonly find: (organizationId: string, idempotencyKey: string) => Effect.Effect<Option.Option<ProviderEffect>>
     /**
      * The effect, its row locked until the caller's transaction ends: a second handler of the same
      * effect waits, then sees what the first one recorded, so the two never both make the call.
      */
-    readonly lock: (
-      organizationId: string,
-      idempotencyKey: string
-    ) => Effect.Effect<Option.Option<ProviderEffect>, never, SqlClient.SqlClient>
+    readonly lock: (organizationId: string, idempotencyKey: string) => Effect.Effect<Option.Option<ProviderEffect>>
     /** Counts a call about to be made (reconciled or not), for the record. */
     readonly attempted: (organizationId: string, idempotencyKey: string) => Effect.Effect<void>
     /** Counts a call that failed and keeps why (the effect stays PENDING, to be retried). */
@@ -63,8 +61,7 @@ export class ProviderEffectsRepo extends Context.Service<
         readonly idempotencyKey: string
         readonly request: Readonly<Record<string, unknown>>
       }) {
-        const tx = yield* SqlClient.SqlClient
-        const inserted = yield* tx<{ idempotency_key: string }>`
+        const inserted = yield* sql<{ idempotency_key: string }>`
           INSERT INTO provider_effects (organization_id, run_id, kind, idempotency_key, request)
           VALUES (${effect.organizationId}, ${effect.runId}, ${effect.kind}, ${effect.idempotencyKey},
                   ${JSON.stringify(effect.request)}::jsonb)
@@ -73,9 +70,9 @@ export class ProviderEffectsRepo extends Context.Service<
         return inserted.length > 0
       })
 
-      const select = (client: SqlClient.SqlClient, organizationId: string, idempotencyKey: string, lock: boolean) =>
+      const select = (organizationId: string, idempotencyKey: string, lock: boolean) =>
         Effect.gen(function* () {
-          const rows = yield* client<{
+          const rows = yield* sql<{
             idempotency_key: string
             kind: string
             status: ProviderEffect["status"]
@@ -84,7 +81,7 @@ export class ProviderEffectsRepo extends Context.Service<
             attempts: number
           }>`SELECT idempotency_key, kind, status, request, result, attempts FROM provider_effects
            WHERE organization_id = ${organizationId} AND idempotency_key = ${idempotencyKey}
-           ${lock ? client`FOR UPDATE` : client``}`.pipe(Effect.orDie)
+           ${lock ? sql`FOR UPDATE` : sql``}`.pipe(Effect.orDie)
           return Option.map(Option.fromUndefinedOr(rows[0]), (row) => ({
             idempotencyKey: row.idempotency_key,
             kind: row.kind,
@@ -96,11 +93,11 @@ export class ProviderEffectsRepo extends Context.Service<
         })
 
       const find = Effect.fn("ProviderEffectsRepo.find")(function* (organizationId: string, idempotencyKey: string) {
-        return yield* select(sql, organizationId, idempotencyKey, false)
+        return yield* select(organizationId, idempotencyKey, false)
       })
 
       const lock = Effect.fn("ProviderEffectsRepo.lock")(function* (organizationId: string, idempotencyKey: string) {
-        return yield* select(yield* SqlClient.SqlClient, organizationId, idempotencyKey, true)
+        return yield* select(organizationId, idempotencyKey, true)
       })
 
       const attempted = Effect.fn("ProviderEffectsRepo.attempted")(function* (

@@ -11,6 +11,7 @@
  */
 import { Effect, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
+import { contribute, EffectHandlers, outboxHandler } from "../../platform/storage/OutboxHandlers.ts"
 import { makeEffectOnce } from "../effects/EffectOnce.ts"
 import { GitHubPulls } from "./GitHubPulls.ts"
 
@@ -51,8 +52,7 @@ export const makeGithubEffectHandlers = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const pulls = yield* GitHubPulls
 
-  const postComment = Effect.fn("GithubEffects.postComment")(function* (payload: unknown) {
-    const comment = yield* Schema.decodeUnknownEffect(PrComment)(payload).pipe(Effect.orDie)
+  const postComment = Effect.fn("GithubEffects.postComment")(function* (comment: typeof PrComment.Type) {
     const pr = {
       organizationId: comment.organization_id,
       repository: { owner: comment.owner, name: comment.name },
@@ -76,8 +76,7 @@ export const makeGithubEffectHandlers = Effect.gen(function* () {
     })
   })
 
-  const createCheckRun = Effect.fn("GithubEffects.createCheckRun")(function* (payload: unknown) {
-    const check = yield* Schema.decodeUnknownEffect(CheckRun)(payload).pipe(Effect.orDie)
+  const createCheckRun = Effect.fn("GithubEffects.createCheckRun")(function* (check: typeof CheckRun.Type) {
     const externalId = check.external_id ?? check.idempotency_key
     yield* once({
       organizationId: check.organization_id,
@@ -110,7 +109,10 @@ export const makeGithubEffectHandlers = Effect.gen(function* () {
   })
 
   return [
-    [GITHUB_PR_COMMENT, postComment],
-    [GITHUB_CHECK_RUN, createCheckRun]
-  ] as const
+    outboxHandler(GITHUB_PR_COMMENT, PrComment, postComment),
+    outboxHandler(GITHUB_CHECK_RUN, CheckRun, createCheckRun)
+  ]
 })
+
+/** Adds these handlers to the `bosun-effects` registry. */
+export const GithubEffectHandlersLive = contribute(EffectHandlers, makeGithubEffectHandlers)

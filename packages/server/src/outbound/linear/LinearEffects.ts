@@ -6,6 +6,7 @@
  * one change). Both are made once through `EffectOnce`. `EffectsConsumer` routes rows here by kind.
  */
 import { Effect, Schema } from "effect"
+import { contribute, EffectHandlers, outboxHandler } from "../../platform/storage/OutboxHandlers.ts"
 import { makeEffectOnce } from "../effects/EffectOnce.ts"
 import { LinearTracker } from "./LinearTracker.ts"
 
@@ -32,8 +33,7 @@ export const makeLinearEffectHandlers = Effect.gen(function* () {
   const once = yield* makeEffectOnce
   const linear = yield* LinearTracker
 
-  const comment = Effect.fn("LinearEffects.comment")(function* (payload: unknown) {
-    const effect = yield* Schema.decodeUnknownEffect(LinearComment)(payload).pipe(Effect.orDie)
+  const comment = Effect.fn("LinearEffects.comment")(function* (effect: typeof LinearComment.Type) {
     yield* once({
       organizationId: effect.organization_id,
       kind: LINEAR_COMMENT,
@@ -52,8 +52,7 @@ export const makeLinearEffectHandlers = Effect.gen(function* () {
     })
   })
 
-  const issueState = Effect.fn("LinearEffects.issueState")(function* (payload: unknown) {
-    const effect = yield* Schema.decodeUnknownEffect(LinearIssueState)(payload).pipe(Effect.orDie)
+  const issueState = Effect.fn("LinearEffects.issueState")(function* (effect: typeof LinearIssueState.Type) {
     yield* once({
       organizationId: effect.organization_id,
       kind: LINEAR_ISSUE_STATE,
@@ -67,7 +66,10 @@ export const makeLinearEffectHandlers = Effect.gen(function* () {
   })
 
   return [
-    [LINEAR_COMMENT, comment],
-    [LINEAR_ISSUE_STATE, issueState]
-  ] as const
+    outboxHandler(LINEAR_COMMENT, LinearComment, comment),
+    outboxHandler(LINEAR_ISSUE_STATE, LinearIssueState, issueState)
+  ]
 })
+
+/** Adds these handlers to the `bosun-effects` registry. */
+export const LinearEffectHandlersLive = contribute(EffectHandlers, makeLinearEffectHandlers)

@@ -6,6 +6,7 @@
  * posts a second message. `EffectsConsumer` routes the rows here by kind.
  */
 import { Effect, Option, Schema } from "effect"
+import { contribute, EffectHandlers, outboxHandler } from "../../platform/storage/OutboxHandlers.ts"
 import { makeEffectOnce } from "../effects/EffectOnce.ts"
 import { SlackChat } from "./SlackChat.ts"
 
@@ -35,8 +36,7 @@ export const makeSlackEffectHandlers = Effect.gen(function* () {
   const once = yield* makeEffectOnce
   const slack = yield* SlackChat
 
-  const postMessage = Effect.fn("SlackEffects.postMessage")(function* (payload: unknown) {
-    const message = yield* Schema.decodeUnknownEffect(SlackMessage)(payload).pipe(Effect.orDie)
+  const postMessage = Effect.fn("SlackEffects.postMessage")(function* (message: typeof SlackMessage.Type) {
     const where = { channel: message.channel, threadTs: message.thread_ts, key: message.idempotency_key }
     yield* once({
       organizationId: message.organization_id,
@@ -54,5 +54,8 @@ export const makeSlackEffectHandlers = Effect.gen(function* () {
     })
   })
 
-  return [[SLACK_MESSAGE, postMessage]] as const
+  return [outboxHandler(SLACK_MESSAGE, SlackMessage, postMessage)]
 })
+
+/** Adds these handlers to the `bosun-effects` registry. */
+export const SlackEffectHandlersLive = contribute(EffectHandlers, makeSlackEffectHandlers)

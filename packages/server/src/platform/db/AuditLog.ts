@@ -4,9 +4,10 @@
  * who, what, on which target, when and under which request id. Details never hold a secret value:
  * callers pass ids, names and fingerprints only.
  */
+
+import { RequestContext } from "@bosun/platform/RequestContext"
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient, SqlError } from "effect/sql"
-import { RequestContext } from "../observability/RequestContext.ts"
 
 /**
  * Who acted: an operator (bootstrap token, CLI), a signed-in user, or a provider's user with no

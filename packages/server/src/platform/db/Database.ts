@@ -5,11 +5,11 @@
  */
 
 import * as path from "node:path"
+import { EmbeddedPostgres, embeddedUrl, runningEndpoint } from "@bosun/platform/EmbeddedPostgres"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Option, type Redacted } from "effect"
 import { AppConfig } from "../config/AppConfig.ts"
 import { InstanceSecrets, StartupError } from "../config/InstanceSecrets.ts"
-import { EmbeddedPostgres, embeddedUrl, runningEndpoint } from "./EmbeddedPostgres.ts"
 
 /** A pool of `maxConnections` on `url`. */
 export const layerPool = (url: Redacted.Redacted<string>, maxConnections: number) =>

@@ -19,6 +19,8 @@
 
 import { randomBytes } from "node:crypto"
 import { ErrorCodes, RequestIdPattern, type ServiceUnavailable } from "@bosun/domain"
+import { LogOutput } from "@bosun/platform/JsonLogger"
+import { RequestContext, type RequestContextShape } from "@bosun/platform/RequestContext"
 import { ByteSize, Cause, Context, Effect, Tracer, type Types } from "effect"
 import {
   HttpIncomingMessage,
@@ -30,9 +32,7 @@ import {
 } from "effect/http"
 import { AppConfig } from "../config/AppConfig.ts"
 import { Migrator } from "../db/Migrator.ts"
-import { LogOutput } from "../observability/JsonLogger.ts"
 import { recordHttpRequest } from "../observability/Metrics.ts"
-import { RequestContext, type RequestContextShape } from "../observability/RequestContext.ts"
 
 const REQUEST_ID_HEADER = "x-request-id"
 

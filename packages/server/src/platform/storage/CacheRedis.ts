@@ -2,9 +2,10 @@
  * Redis cache adapter: `SET key value PX ttl`, `GET`, `DEL`, under a key prefix (default
  * `bosun:cache:`) so the cache can share a Redis with other data.
  */
+
+import { Redis } from "@bosun/platform/Redis"
 import { type Duration, Effect, Layer, Option } from "effect"
 import { Cache, CacheError, makeGetOrLoad, ttlMillis } from "./Cache.ts"
-import { Redis } from "./Redis.ts"
 
 const failure = (what: string) => (cause: unknown) =>
   new CacheError({ message: `${what}: ${cause instanceof Error ? cause.message : String(cause)}`, cause })

@@ -60,11 +60,7 @@ export class Outbox extends Context.Service<
   Outbox,
   {
     /** Writes a row in the caller's transaction; its wake-up is sent when `transaction` commits. */
-    readonly write: (
-      queue: QueueName,
-      kind: string,
-      payload: unknown
-    ) => Effect.Effect<string, OutboxError, SqlClient.SqlClient>
+    readonly write: (queue: QueueName, kind: string, payload: unknown) => Effect.Effect<string, OutboxError>
     /** Runs `effect` in a SQL transaction and sends the wake-ups of the rows it wrote after commit. */
     readonly transaction: <A, E, R>(
       effect: Effect.Effect<A, E, R>

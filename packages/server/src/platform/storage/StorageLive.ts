@@ -41,7 +41,7 @@ export const CacheAndQueuesLive = Layer.unwrap(
       onSome: (url) =>
         Layer.unwrap(
           Effect.promise(() =>
-            Promise.all([import("./CacheRedis.ts"), import("./QueueRedis.ts"), import("./Redis.ts")])
+            Promise.all([import("./CacheRedis.ts"), import("./QueueRedis.ts"), import("@bosun/platform/Redis")])
           ).pipe(
             Effect.map(([cache, queues, redis]) =>
               Layer.merge(cache.layerRedis(), queues.layerRedis({ ...config.queues, prefix: "bosun:queue:" })).pipe(

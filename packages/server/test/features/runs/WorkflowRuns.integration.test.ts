@@ -10,8 +10,8 @@ import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { RepositoriesRepo } from "../../../src/features/repositories/RepositoriesRepo.ts"
-import { WorkflowRunsRepo } from "../../../src/features/runs/WorkflowRunsRepo.ts"
 import { errorCode, signIn } from "../../support/Identity.ts"
+import { insertAttempt, insertRun } from "../../support/RunRows.ts"
 import { layerTestServer, request } from "../../support/TestServer.ts"
 
 const listRuns = (cookie: string, org: string, query = "") =>
@@ -33,7 +33,6 @@ const createdAt = (runId: string, at: string) =>
 /** Two repositories and five runs of `org` at pinned times (two at one instant); one run of another organization. */
 const listFixture = (org: string) =>
   Effect.gen(function* () {
-    const runs = yield* WorkflowRunsRepo
     const repositories = yield* RepositoriesRepo
     const member = yield* signIn(`${org}-member`, [[org, "MEMBER"]])
     yield* signIn(`${org}-outsider`, [[`${org}-other`, "MEMBER"]])
@@ -55,7 +54,7 @@ const listFixture = (org: string) =>
       name: "app",
       defaultBranch: "main"
     })
-    const appPr7 = yield* runs.create(org, {
+    const appPr7 = yield* insertRun(org, {
       workflowType: "PULL_REQUEST_REVIEW",
       repositoryId: app.id,
       headSha: "c".repeat(40),
@@ -63,19 +62,19 @@ const listFixture = (org: string) =>
       pullRequestNumber: 7,
       inputSnapshot: { trigger: "synchronize" }
     })
-    const appPr8 = yield* runs.create(org, {
+    const appPr8 = yield* insertRun(org, {
       workflowType: "PULL_REQUEST_REVIEW",
       repositoryId: app.id,
       pullRequestNumber: 8
     })
-    const libPr7 = yield* runs.create(org, {
+    const libPr7 = yield* insertRun(org, {
       workflowType: "PULL_REQUEST_REVIEW",
       repositoryId: lib.id,
       pullRequestNumber: 7
     })
-    const tiedA = yield* runs.create(org, { workflowType: "DEEP_SCAN", repositoryId: app.id })
-    const tiedB = yield* runs.create(org, { workflowType: "DEEP_SCAN", repositoryId: null })
-    const foreign = yield* runs.create(`${org}-other`, {
+    const tiedA = yield* insertRun(org, { workflowType: "DEEP_SCAN", repositoryId: app.id })
+    const tiedB = yield* insertRun(org, { workflowType: "DEEP_SCAN", repositoryId: null })
+    const foreign = yield* insertRun(`${org}-other`, {
       workflowType: "PULL_REQUEST_REVIEW",
       repositoryId: foreignRepository.id,
       pullRequestNumber: 7
@@ -94,7 +93,6 @@ const listFixture = (org: string) =>
 layer(layerTestServer(), { excludeTestServices: true })("workflow runs", (it) => {
   it.effect("returns the run and its attempts in attempt order, every field of the spec's resources", () =>
     Effect.gen(function* () {
-      const runs = yield* WorkflowRunsRepo
       const repositories = yield* RepositoriesRepo
       const member = yield* signIn("run-reader", [["run-org", "MEMBER"]])
       const repository = yield* repositories.upsert("run-org", {
@@ -103,7 +101,7 @@ layer(layerTestServer(), { excludeTestServices: true })("workflow runs", (it) =>
         name: "runs",
         defaultBranch: "main"
       })
-      const run = yield* runs.create("run-org", {
+      const run = yield* insertRun("run-org", {
         workflowType: "PULL_REQUEST_REVIEW",
         repositoryId: repository.id,
         headSha: "a".repeat(40),
@@ -111,8 +109,8 @@ layer(layerTestServer(), { excludeTestServices: true })("workflow runs", (it) =>
         pullRequestNumber: 42,
         inputSnapshot: { trigger: "opened" }
       })
-      const second = yield* runs.addAttempt(run.id, 2, { workerId: "worker-b", sandboxProvider: "EXTERNAL_RUNTIME" })
-      const first = yield* runs.addAttempt(run.id, 1, { workerId: "worker-a" })
+      yield* insertAttempt(run.id, 2, { workerId: "worker-b", sandboxProvider: "EXTERNAL_RUNTIME" })
+      yield* insertAttempt(run.id, 1, { workerId: "worker-a" })
       const response = yield* request(`/api/v1/organizations/run-org/workflow-runs/${run.id}`, {
         headers: { cookie: member.cookie }
       })
@@ -147,8 +145,21 @@ layer(layerTestServer(), { excludeTestServices: true })("workflow runs", (it) =>
           workflow_type: "PULL_REQUEST_REVIEW"
         }
       )
-      assert.deepStrictEqual(body.data.attempts, [first, second])
-      assert.strictEqual(first.id, `${run.id}:1`)
+      const attemptFields = { sandbox_id: null, exit_reason: null, retryable: false, finished_at: null }
+      assert.deepStrictEqual(
+        body.data.attempts.map((attempt) => ({ ...attempt, started_at: typeof attempt.started_at === "string" })),
+        [
+          { id: `${run.id}:1`, attempt: 1, worker_id: "worker-a", sandbox_provider: null, ...attemptFields },
+          {
+            id: `${run.id}:2`,
+            attempt: 2,
+            worker_id: "worker-b",
+            sandbox_provider: "EXTERNAL_RUNTIME",
+            ...attemptFields
+          }
+        ].map((attempt) => ({ ...attempt, started_at: true }))
+      )
+      const first = body.data.attempts[0] ?? {}
       assert.deepStrictEqual(Object.keys(first).sort(), [
         "attempt",
         "exit_reason",
@@ -165,11 +176,10 @@ layer(layerTestServer(), { excludeTestServices: true })("workflow runs", (it) =>
 
   it.effect("answers 401 without a session, 404 for another organization's run or a stranger, 400 for a long id", () =>
     Effect.gen(function* () {
-      const runs = yield* WorkflowRunsRepo
       const member = yield* signIn("run-member-2", [["run-org-2", "MEMBER"]])
       const stranger = yield* signIn("run-stranger", [["run-org-3", "ADMIN"]])
-      const run = yield* runs.create("run-org-2", { workflowType: "DEEP_SCAN", repositoryId: null })
-      const foreign = yield* runs.create("run-org-3", { workflowType: "DEEP_SCAN", repositoryId: null })
+      const run = yield* insertRun("run-org-2", { workflowType: "DEEP_SCAN", repositoryId: null })
+      const foreign = yield* insertRun("run-org-3", { workflowType: "DEEP_SCAN", repositoryId: null })
       const path = `/api/v1/organizations/run-org-2/workflow-runs/${run.id}`
       assert.strictEqual((yield* request(path)).status, 401)
       for (const [cookie, target] of [
@@ -256,11 +266,10 @@ layer(layerTestServer(), { excludeTestServices: true })("workflow runs", (it) =>
 
   it.effect("caps the list at page_size, 25 runs by default and up to 100, keeping the newest", () =>
     Effect.gen(function* () {
-      const runs = yield* WorkflowRunsRepo
       const member = yield* signIn("run-pager", [["page-org", "MEMBER"]])
       const created: Array<string> = []
       for (let i = 0; i < 27; i++) {
-        const run = yield* runs.create("page-org", { workflowType: "PULL_REQUEST_REVIEW", repositoryId: null })
+        const run = yield* insertRun("page-org", { workflowType: "PULL_REQUEST_REVIEW", repositoryId: null })
         yield* createdAt(run.id, new Date(Date.UTC(2024, 0, 1, 0, 0, i)).toISOString())
         created.push(run.id)
       }

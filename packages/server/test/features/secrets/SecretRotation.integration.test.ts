@@ -6,17 +6,8 @@
  * bytea column of the schema is a registered sealed column, and no fixture's plaintext is stored.
  */
 import { randomBytes } from "node:crypto"
-import {
-  eventually,
-  fixturePlaintext,
-  LogCapture,
-  readOrganizationSecrets,
-  sealedChecksum,
-  secretPlace,
-  seedOrganizationSecrets,
-  TestDatabase,
-  verifyOrganizationSecrets
-} from "@bosun/testing"
+import { freePort } from "@bosun/platform/EmbeddedPostgres"
+import { eventually, LogCapture, TestDatabase } from "@bosun/testing"
 import { assert, describe, layer } from "@effect/vitest"
 import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
@@ -29,9 +20,16 @@ import { GithubAppsRepo } from "../../../src/outbound/github/GithubAppsRepo.ts"
 import { AppConfig, type MasterKeySettings } from "../../../src/platform/config/AppConfig.ts"
 import { SealedColumns } from "../../../src/platform/crypto/SealedColumns.ts"
 import { Secrets } from "../../../src/platform/crypto/Secrets.ts"
-import { freePort } from "../../../src/platform/db/EmbeddedPostgres.ts"
 import { Migrator } from "../../../src/platform/db/Migrator.ts"
 import { spawnServer } from "../../support/Process.ts"
+import {
+  fixturePlaintext,
+  readOrganizationSecrets,
+  sealedChecksum,
+  secretPlace,
+  seedOrganizationSecrets,
+  verifyOrganizationSecrets
+} from "../../support/SealedFixtures.ts"
 import { layerTestSecrets, testSettings } from "../../support/TestServer.ts"
 
 const newKey = () => randomBytes(32).toString("base64")

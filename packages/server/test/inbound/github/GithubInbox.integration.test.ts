@@ -12,9 +12,11 @@ import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { OrganizationsRepo } from "../../../src/features/identity/OrganizationsRepo.ts"
+import { GithubDeliveriesRepo } from "../../../src/inbound/github/GithubDeliveriesRepo.ts"
+import { makeGithubInboxHandler } from "../../../src/inbound/github/GithubInbox.ts"
 import { configured, deliver, processed } from "../../support/GithubDeliveries.ts"
 import { signIn } from "../../support/Identity.ts"
-import { layerTestServer, request, testSettings } from "../../support/TestServer.ts"
+import { layerTestServer, logsNamed, request, testSettings } from "../../support/TestServer.ts"
 
 const ACCOUNT = { id: 31337, login: "acme" }
 
@@ -226,5 +228,75 @@ layer(layerTestServer({ settings }), { excludeTestServices: true })("the GitHub 
       const rows = yield* sql`SELECT 1 FROM pull_requests WHERE organization_id = 'inbox-bad'`
       assert.strictEqual(rows.length, 0)
     })
+  )
+
+  it.effect(
+    "deliveries of one pull request are applied in arrival order whatever order their wake-ups come in; a wake-up naming only the delivery still applies it",
+    () =>
+      Effect.gen(function* () {
+        yield* configured("inbox-order", ACCOUNT.id + 7)
+        const member = yield* signIn("inbox-order-member", [["inbox-order", "MEMBER"]])
+        const deliveries = yield* GithubDeliveriesRepo
+        const sql = yield* SqlClient.SqlClient
+        const account = { id: ACCOUNT.id + 7, login: "acme-three" }
+        const payload = (action: string, pr: Parameters<typeof pullRequest>[1]) =>
+          JSON.parse(
+            pullRequest(action, pr).replaceAll(
+              `"id":${ACCOUNT.id},"login":"acme"`,
+              `"id":${account.id},"login":"acme-three"`
+            )
+          ) as Record<string, unknown>
+        // Recorded as the webhook records them, in this order, with no wake-up sent yet.
+        const record = (deliveryId: string, action: string, pr: Parameters<typeof pullRequest>[1]) =>
+          sql.withTransaction(
+            deliveries.record(
+              {
+                deliveryId,
+                organizationId: "inbox-order",
+                event: "pull_request",
+                action,
+                installationId: 91,
+                payload: payload(action, pr),
+                subject: "pr:501:21"
+              },
+              null
+            )
+          )
+        yield* record("order-opened", "opened", { number: 21, title: "Cache the parser", state: "open" })
+        yield* record("order-closed", "closed", { number: 21, title: "Cache the parser", state: "closed" })
+        const handler = yield* makeGithubInboxHandler
+        const first = { deliveries: 1, last: false }
+        const before = (yield* logsNamed("github_delivery_processed")).length
+        // The later delivery's wake-up is handled first: it applies the earlier one before itself.
+        yield* handler.handle({ organization_id: "inbox-order", delivery_id: "order-closed" }, first)
+        yield* handler.handle({ organization_id: "inbox-order", delivery_id: "order-opened" }, first)
+        const applied = (yield* logsNamed("github_delivery_processed"))
+          .slice(before)
+          .map((record) => [record.delivery_id, record.applied_before ?? null])
+        assert.deepStrictEqual(applied, [
+          ["order-opened", "order-closed"],
+          ["order-closed", null]
+        ])
+        const [pr] = yield* listPullRequests("inbox-order", member.cookie)
+        assert.deepStrictEqual([pr?.number, pr?.state], [21, "CLOSED"])
+        const [review] = yield* sql<{ status: string; cancel_requested: boolean }>`
+          SELECT j.status, j.cancel_requested_at IS NOT NULL AS cancel_requested
+          FROM jobs j JOIN workflow_runs r ON r.id = j.run_id
+          WHERE r.organization_id = 'inbox-order' AND r.pull_request_number = 21`
+        // The review the opening queued was asked to stop by the closing (the Scheduler may have dropped it already).
+        assert.isTrue(review?.cancel_requested)
+        assert.include(["QUEUED", "CANCELLED"], review?.status)
+
+        // A wake-up written before the pointer named the organization carries only the delivery's id.
+        yield* record("order-reopened", "reopened", { number: 21, title: "Cache the parser", state: "open" })
+        yield* handler.handle({ delivery_id: "order-reopened" }, first)
+        assert.strictEqual(yield* processed("order-reopened"), "no review: review_on_reopen is off")
+        const [reopened] = yield* listPullRequests("inbox-order", member.cookie)
+        assert.strictEqual(reopened?.state, "OPEN")
+        // An unknown delivery, with or without its organization, is nothing to do.
+        yield* handler.handle({ delivery_id: "order-unknown" }, first)
+        yield* handler.handle({ organization_id: "inbox-order", delivery_id: "order-unknown" }, first)
+      }),
+    40_000
   )
 })

@@ -34,9 +34,10 @@ const rowsOf = (deliveryId: string) =>
       event: string
       action: string | null
       installation_id: string | null
+      subject: string | null
       processed_at: Date | null
       ignored_reason: string | null
-    }>`SELECT organization_id, event, action, installation_id::text AS installation_id, processed_at, ignored_reason
+    }>`SELECT organization_id, event, action, installation_id::text AS installation_id, subject, processed_at, ignored_reason
        FROM github_deliveries WHERE delivery_id = ${deliveryId}`
     const outbox = yield* sql<{ queue: string; kind: string; payload: unknown }>`
       SELECT queue, kind, payload FROM outbox WHERE payload->>'delivery_id' = ${deliveryId}`
@@ -63,12 +64,17 @@ layer(layerTestServer({ settings: { webhookMaxBodyBytes: 2_097_152 } }), { exclu
             event: "pull_request",
             action: "opened",
             installation_id: "77",
+            subject: "pr:555:7",
             processed_at: null,
             ignored_reason: null
           }
         ])
         assert.deepStrictEqual(outbox, [
-          { queue: "bosun-inbox", kind: "github.delivery", payload: { delivery_id: "d-one-1" } }
+          {
+            queue: "bosun-inbox",
+            kind: "github.delivery",
+            payload: { organization_id: "gh-one", delivery_id: "d-one-1" }
+          }
         ])
         const logs = yield* LogCapture
         assert.notInclude(logs.lines.join("\n"), SECRET)

@@ -5,9 +5,9 @@
  * statement per thousand rows so that 100,000 envelopes take seconds, not minutes.
  */
 
-import { Secrets } from "@bosun/server/platform/crypto/Secrets"
 import { Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
+import { Secrets } from "../../src/platform/crypto/Secrets.ts"
 
 export const secretPlace = (rowId: string) => ({ table: "organization_secrets", column: "value", rowId })
 
