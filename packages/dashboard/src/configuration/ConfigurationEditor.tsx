@@ -13,6 +13,7 @@ import {
   AutomaticPrDescription,
   CONFIGURATION_GROUPS,
   type ConfigurationGroup,
+  type ConfigurationUpdate,
   DesignStyle,
   IssuePullRequestMode,
   type RepositoryConfiguration,
@@ -20,7 +21,7 @@ import {
   SpeedMode,
   Strictness
 } from "@bosun/domain"
-import { type ReactNode, useId, useState } from "react"
+import { type Dispatch, type ReactNode, type SetStateAction, useId, useState } from "react"
 import { call } from "../api/client.ts"
 import { useAction } from "../api/useLoad.ts"
 import {
@@ -48,7 +49,7 @@ import {
   rebase,
   type SkillDraft
 } from "./draft.ts"
-import { ModelPicker } from "./ModelPicker.tsx"
+import { type ModelFields, ModelPicker } from "./ModelPicker.tsx"
 
 type Level = "organization" | "repository"
 
@@ -178,6 +179,51 @@ const Group = (props: {
   )
 }
 
+/** One header of an MCP server: its name (fixed once stored) and, for writers, a new value. */
+const McpHeaderRow = (props: {
+  readonly header: McpHeaderDraft
+  /** How the server is named in labels: its name, or its place in the list while it has none. */
+  readonly serverName: string
+  readonly canWrite: boolean
+  readonly onChange: (change: (header: McpHeaderDraft) => McpHeaderDraft) => void
+  readonly onRemove: () => void
+}) => {
+  const { header, canWrite } = props
+  return (
+    <li className="row">
+      {header.stored ? (
+        <code className="code">{header.name}</code>
+      ) : (
+        <input
+          type="text"
+          aria-label={`Header name of ${props.serverName}`}
+          placeholder="Authorization"
+          spellCheck={false}
+          value={header.name}
+          onChange={(event) => props.onChange((h) => ({ ...h, name: event.target.value }))}
+        />
+      )}
+      {canWrite ? (
+        <>
+          <input
+            type="password"
+            autoComplete="new-password"
+            aria-label={`Value of header ${header.name || "(new)"} of ${props.serverName}`}
+            placeholder={header.stored ? "stored (type to replace)" : "value"}
+            value={header.value}
+            onChange={(event) => props.onChange((h) => ({ ...h, value: event.target.value }))}
+          />
+          <button type="button" className="plain" onClick={props.onRemove}>
+            Remove header
+          </button>
+        </>
+      ) : (
+        <span className="muted">value stored, never shown</span>
+      )}
+    </li>
+  )
+}
+
 const McpServers = (props: {
   readonly servers: ReadonlyArray<McpServerDraft>
   readonly canWrite: boolean
@@ -211,50 +257,19 @@ const McpServers = (props: {
           {server.headers.length === 0 ? null : (
             <ul className="headers">
               {server.headers.map((header) => (
-                <li key={header.key} className="row">
-                  {header.stored ? (
-                    <code className="code">{header.name}</code>
-                  ) : (
-                    <input
-                      type="text"
-                      aria-label={`Header name of ${server.name || `server ${index + 1}`}`}
-                      placeholder="Authorization"
-                      spellCheck={false}
-                      value={header.name}
-                      onChange={(event) =>
-                        updateHeader(server, header.key, (h) => ({ ...h, name: event.target.value }))
-                      }
-                    />
-                  )}
-                  {canWrite ? (
-                    <>
-                      <input
-                        type="password"
-                        autoComplete="new-password"
-                        aria-label={`Value of header ${header.name || "(new)"} of ${server.name || `server ${index + 1}`}`}
-                        placeholder={header.stored ? "stored (type to replace)" : "value"}
-                        value={header.value}
-                        onChange={(event) =>
-                          updateHeader(server, header.key, (h) => ({ ...h, value: event.target.value }))
-                        }
-                      />
-                      <button
-                        type="button"
-                        className="plain"
-                        onClick={() =>
-                          update(server.key, (current) => ({
-                            ...current,
-                            headers: current.headers.filter((h) => h.key !== header.key)
-                          }))
-                        }
-                      >
-                        Remove header
-                      </button>
-                    </>
-                  ) : (
-                    <span className="muted">value stored, never shown</span>
-                  )}
-                </li>
+                <McpHeaderRow
+                  key={header.key}
+                  header={header}
+                  serverName={server.name || `server ${index + 1}`}
+                  canWrite={canWrite}
+                  onChange={(change) => updateHeader(server, header.key, change)}
+                  onRemove={() =>
+                    update(server.key, (current) => ({
+                      ...current,
+                      headers: current.headers.filter((h) => h.key !== header.key)
+                    }))
+                  }
+                />
               ))}
             </ul>
           )}
@@ -361,22 +376,226 @@ const Skills = (props: {
 
 /* ------------------------------------------------------------------ form */
 
-export const ConfigurationEditor = (props: EditorProps) => {
-  const { configuration, canWrite } = props
-  const level: Level = props.repositoryId === null ? "organization" : "repository"
-  // The form starts as what was loaded; `base` stays that until the next load, for the diff.
+type SetField = <K extends keyof Draft>(key: K, value: Draft[K]) => void
+
+const AgentFields = (props: {
+  readonly org: string
+  readonly level: Level
+  readonly catalog: AgentCatalog | null
+  readonly catalogProblem: string | null
+  readonly draft: Draft
+  readonly set: SetField
+  readonly onModelChange: (fields: ModelFields) => void
+}) => {
+  const { draft, set } = props
+  return (
+    <>
+      <ModelPicker
+        org={props.org}
+        level={props.level}
+        catalog={props.catalog}
+        catalogProblem={props.catalogProblem}
+        fields={draft}
+        onChange={props.onModelChange}
+      />
+      <Choice
+        label="Agent provider"
+        value={draft.agent_provider}
+        options={AgentProvider.literals}
+        labels={agentProviderLabel}
+        onChange={(value) => set("agent_provider", value)}
+      />
+      <Choice
+        label="Agent behaviour"
+        value={draft.agent_behavior}
+        options={AgentBehavior.literals}
+        labels={agentBehaviorLabel}
+        onChange={(value) => set("agent_behavior", value)}
+      />
+      {draft.agent_behavior === "CUSTOM" || draft.agent_behavior_custom !== "" ? (
+        <Paragraphs
+          label="Custom behaviour"
+          rows={4}
+          value={draft.agent_behavior_custom}
+          onChange={(value) => set("agent_behavior_custom", value)}
+        />
+      ) : null}
+      <Choice
+        label="Design style"
+        value={draft.design_style}
+        options={DesignStyle.literals}
+        labels={designStyleLabel}
+        onChange={(value) => set("design_style", value)}
+      />
+      {draft.design_style === "CUSTOM" || draft.design_style_custom !== "" ? (
+        <Paragraphs
+          label="Custom design style"
+          rows={4}
+          value={draft.design_style_custom}
+          onChange={(value) => set("design_style_custom", value)}
+        />
+      ) : null}
+      <Choice
+        label="Speed mode"
+        value={draft.speed_mode}
+        options={SpeedMode.literals}
+        labels={speedModeLabel}
+        onChange={(value) => set("speed_mode", value)}
+      />
+      <Choice
+        label="Automatic PR description"
+        value={draft.automatic_pr_description}
+        options={AutomaticPrDescription.literals}
+        labels={automaticPrDescriptionLabel}
+        onChange={(value) => set("automatic_pr_description", value)}
+      />
+      <Choice
+        label="Issue pull request mode"
+        value={draft.issue_pull_request_mode}
+        options={IssuePullRequestMode.literals}
+        labels={issuePullRequestModeLabel}
+        onChange={(value) => set("issue_pull_request_mode", value)}
+      />
+      <Check
+        label="Approve the agent's pull requests automatically"
+        checked={draft.auto_approve_pull_requests}
+        onChange={(on) => set("auto_approve_pull_requests", on)}
+      />
+      <Check
+        label="Handle review feedback on the agent's pull requests automatically"
+        checked={draft.auto_handle_pull_request_feedback}
+        onChange={(on) => set("auto_handle_pull_request_feedback", on)}
+      />
+      <Line
+        label="Pull request template path"
+        value={draft.pull_request_template_path}
+        placeholder=".github/pull_request_template.md"
+        onChange={(value) => set("pull_request_template_path", value)}
+      />
+      <Paragraphs
+        label="Agent use cases (one per line)"
+        rows={3}
+        value={draft.agent_use_cases}
+        onChange={(value) => set("agent_use_cases", value)}
+      />
+    </>
+  )
+}
+
+const ReviewPolicyFields = (props: { readonly draft: Draft; readonly set: SetField }) => {
+  const { draft, set } = props
+  return (
+    <>
+      <Choice
+        label="Strictness"
+        value={draft.strictness}
+        options={Strictness.literals}
+        labels={strictnessLabel}
+        onChange={(value) => set("strictness", value)}
+      />
+      <label className="field">
+        <span>Comment limit</span>
+        <input
+          type="number"
+          inputMode="numeric"
+          min={0}
+          step={1}
+          value={draft.comment_limit}
+          onChange={(event) => set("comment_limit", event.target.value)}
+        />
+      </label>
+      <label className="field">
+        <span>Max changed files</span>
+        <input
+          type="number"
+          inputMode="numeric"
+          min={1}
+          step={1}
+          value={draft.max_changed_files}
+          onChange={(event) => set("max_changed_files", event.target.value)}
+        />
+      </label>
+      <Paragraphs
+        label="Excluded authors (one login per line)"
+        rows={3}
+        value={draft.excluded_authors}
+        onChange={(value) => set("excluded_authors", value)}
+      />
+      <Paragraphs
+        label="Excluded paths (one glob per line)"
+        rows={3}
+        value={draft.excluded_paths}
+        onChange={(value) => set("excluded_paths", value)}
+      />
+      <Check label="Review drafts" checked={draft.review_drafts} onChange={(on) => set("review_drafts", on)} />
+      <Check label="Review on open" checked={draft.review_on_open} onChange={(on) => set("review_on_open", on)} />
+      <Check label="Review on push" checked={draft.review_on_push} onChange={(on) => set("review_on_push", on)} />
+      <Check label="Review on ready" checked={draft.review_on_ready} onChange={(on) => set("review_on_ready", on)} />
+      <Check label="Review on reopen" checked={draft.review_on_reopen} onChange={(on) => set("review_on_reopen", on)} />
+      <Paragraphs
+        label="Review guidance"
+        rows={4}
+        value={draft.guidance}
+        placeholder="What reviews should focus on."
+        onChange={(value) => set("guidance", value)}
+      />
+    </>
+  )
+}
+
+const SandboxFields = (props: {
+  readonly draft: Draft
+  readonly set: SetField
+  readonly sandboxProviders: ReadonlyArray<typeof SandboxProvider.Type> | null
+}) => {
+  const { draft, set } = props
+  // Until the instance says what it is set up for, only the value in force is offered.
+  const providers = props.sandboxProviders ?? [draft.sandbox_provider]
+  const sandboxOptions = providers.includes(draft.sandbox_provider) ? providers : [...providers, draft.sandbox_provider]
+  const sandboxLabels: Record<typeof SandboxProvider.Type, string> = { ...sandboxProviderLabel }
+  for (const provider of SandboxProvider.literals) {
+    if (!providers.includes(provider)) sandboxLabels[provider] += " (not set up on this instance)"
+  }
+  return (
+    <>
+      <Choice
+        label="Sandbox provider"
+        value={draft.sandbox_provider}
+        options={sandboxOptions}
+        labels={sandboxLabels}
+        onChange={(value) => set("sandbox_provider", value)}
+      />
+      <label className="field">
+        <span>Sandbox config (JSON object)</span>
+        <textarea
+          rows={5}
+          spellCheck={false}
+          value={draft.sandbox_config}
+          onChange={(event) => set("sandbox_config", event.target.value)}
+        />
+      </label>
+      {draft.agent_provider === "AGENT_ONE" && draft.sandbox_provider === "PLATFORM_CONTAINER" ? (
+        <p className="banner bad" role="note">
+          {AGENT_ONE_ON_PLATFORM_CONTAINER}. Saving this makes the readiness of the repositories using it BLOCKING.
+        </p>
+      ) : null}
+    </>
+  )
+}
+
+/** Groups whose fresh values replace the form at the next load: all after a save, one after a reset. */
+type Adopt = ReadonlySet<ConfigurationGroup> | "all"
+
+/**
+ * The form's draft and the configuration it was made from: `base` stays what was loaded until the
+ * next load, for the diff, and a new load is folded into the draft as `adopt` says.
+ */
+const useConfigurationDraft = (configuration: RepositoryConfiguration) => {
   const [initial] = useState(() => draftOf(configuration))
   const [draft, setDraft] = useState(initial)
   const [base, setBase] = useState(initial)
   const [loaded, setLoaded] = useState(configuration)
-  // Groups whose fresh values replace the form at the next load: all after a save, one after a reset.
-  const [adopt, setAdopt] = useState<ReadonlySet<ConfigurationGroup> | "all">(() => new Set())
-  const [notice, setNotice] = useState<string | null>(null)
-  const [invalid, setInvalid] = useState<string | null>(null)
-  const [resetting, setResetting] = useState<ConfigurationGroup | null>(null)
-  const save = useAction()
-  const reset = useAction()
-  const ids = useId()
+  const [adopt, setAdopt] = useState<Adopt>(() => new Set())
 
   if (configuration !== loaded) {
     const fresh = draftOf(configuration)
@@ -386,26 +605,22 @@ export const ConfigurationEditor = (props: EditorProps) => {
     setAdopt(new Set())
   }
 
-  const changes = changesOf(base, draft)
-  const pendingGroups = typeof changes === "string" ? new Set<ConfigurationGroup>() : groupsOf(changes)
+  return { draft, setDraft, base, setAdopt }
+}
 
-  const set = <K extends keyof Draft>(key: K, value: Draft[K]) => {
-    setDraft((previous) => ({ ...previous, [key]: value }))
-    setNotice(null)
-  }
+/** The save and the group resets, sent to the organization's configuration or the repository's. */
+const useConfigurationRequests = (
+  props: EditorProps,
+  level: Level,
+  setAdopt: Dispatch<SetStateAction<Adopt>>,
+  setNotice: (notice: string | null) => void
+) => {
+  const [resetting, setResetting] = useState<ConfigurationGroup | null>(null)
+  const save = useAction()
+  const reset = useAction()
+  const repositoryId = props.repositoryId
 
-  const submit = () => {
-    setNotice(null)
-    if (typeof changes === "string") {
-      setInvalid(changes)
-      return
-    }
-    setInvalid(null)
-    if (Object.keys(changes).length === 0) {
-      setNotice("Nothing changed.")
-      return
-    }
-    const repositoryId = props.repositoryId
+  const send = (changes: ConfigurationUpdate) => {
     void save
       .perform(() =>
         call((client) =>
@@ -429,7 +644,6 @@ export const ConfigurationEditor = (props: EditorProps) => {
   const resetGroup = (group: ConfigurationGroup) => {
     setNotice(null)
     setResetting(group)
-    const repositoryId = props.repositoryId
     void reset
       .perform(() =>
         call((client) =>
@@ -449,6 +663,65 @@ export const ConfigurationEditor = (props: EditorProps) => {
       })
   }
 
+  return { save, reset, resetting, send, resetGroup }
+}
+
+const SaveBar = (props: {
+  readonly saving: boolean
+  readonly notice: string | null
+  readonly pendingGroups: ReadonlySet<ConfigurationGroup>
+}) => (
+  <div className="actions save-bar">
+    <button type="submit" className="primary" disabled={props.saving} aria-busy={props.saving}>
+      Save configuration
+    </button>
+    {props.saving ? (
+      <span className="progress" aria-busy="true">
+        Saving…
+      </span>
+    ) : null}
+    {props.notice === null ? null : (
+      <span className={props.notice === "Saved" ? "badge good" : "muted"} role="status">
+        {props.notice}
+      </span>
+    )}
+    {props.pendingGroups.size === 0 ? null : (
+      <span className="muted">To send: {[...props.pendingGroups].map((name) => groupLabel[name]).join(", ")}</span>
+    )}
+  </div>
+)
+
+export const ConfigurationEditor = (props: EditorProps) => {
+  const { configuration, canWrite } = props
+  const level: Level = props.repositoryId === null ? "organization" : "repository"
+  const { draft, setDraft, base, setAdopt } = useConfigurationDraft(configuration)
+  const [notice, setNotice] = useState<string | null>(null)
+  const [invalid, setInvalid] = useState<string | null>(null)
+  const { save, reset, resetting, send, resetGroup } = useConfigurationRequests(props, level, setAdopt, setNotice)
+  const ids = useId()
+
+  const changes = changesOf(base, draft)
+  const pendingGroups = typeof changes === "string" ? new Set<ConfigurationGroup>() : groupsOf(changes)
+
+  const set: SetField = (key, value) => {
+    setDraft((previous) => ({ ...previous, [key]: value }))
+    setNotice(null)
+  }
+
+  const submit = () => {
+    setNotice(null)
+    if (typeof changes === "string") {
+      setInvalid(changes)
+      return
+    }
+    setInvalid(null)
+    if (Object.keys(changes).length === 0) {
+      setNotice("Nothing changed.")
+      return
+    }
+    send(changes)
+  }
+
   const group = (name: ConfigurationGroup, children: ReactNode) => (
     <Group
       key={name}
@@ -464,109 +737,20 @@ export const ConfigurationEditor = (props: EditorProps) => {
     </Group>
   )
 
-  // Until the instance says what it is set up for, only the value in force is offered.
-  const providers = props.sandboxProviders ?? [draft.sandbox_provider]
-  const sandboxOptions = providers.includes(draft.sandbox_provider) ? providers : [...providers, draft.sandbox_provider]
-  const sandboxLabels: Record<typeof SandboxProvider.Type, string> = { ...sandboxProviderLabel }
-  for (const provider of SandboxProvider.literals) {
-    if (!providers.includes(provider)) sandboxLabels[provider] += " (not set up on this instance)"
-  }
-
   const sections: Record<ConfigurationGroup, ReactNode> = {
     agent: (
-      <>
-        <ModelPicker
-          org={props.org}
-          level={level}
-          catalog={props.catalog}
-          catalogProblem={props.catalogProblem}
-          fields={draft}
-          onChange={(fields) => {
-            setDraft((previous) => ({ ...previous, ...fields }))
-            setNotice(null)
-          }}
-        />
-        <Choice
-          label="Agent provider"
-          value={draft.agent_provider}
-          options={AgentProvider.literals}
-          labels={agentProviderLabel}
-          onChange={(value) => set("agent_provider", value)}
-        />
-        <Choice
-          label="Agent behaviour"
-          value={draft.agent_behavior}
-          options={AgentBehavior.literals}
-          labels={agentBehaviorLabel}
-          onChange={(value) => set("agent_behavior", value)}
-        />
-        {draft.agent_behavior === "CUSTOM" || draft.agent_behavior_custom !== "" ? (
-          <Paragraphs
-            label="Custom behaviour"
-            rows={4}
-            value={draft.agent_behavior_custom}
-            onChange={(value) => set("agent_behavior_custom", value)}
-          />
-        ) : null}
-        <Choice
-          label="Design style"
-          value={draft.design_style}
-          options={DesignStyle.literals}
-          labels={designStyleLabel}
-          onChange={(value) => set("design_style", value)}
-        />
-        {draft.design_style === "CUSTOM" || draft.design_style_custom !== "" ? (
-          <Paragraphs
-            label="Custom design style"
-            rows={4}
-            value={draft.design_style_custom}
-            onChange={(value) => set("design_style_custom", value)}
-          />
-        ) : null}
-        <Choice
-          label="Speed mode"
-          value={draft.speed_mode}
-          options={SpeedMode.literals}
-          labels={speedModeLabel}
-          onChange={(value) => set("speed_mode", value)}
-        />
-        <Choice
-          label="Automatic PR description"
-          value={draft.automatic_pr_description}
-          options={AutomaticPrDescription.literals}
-          labels={automaticPrDescriptionLabel}
-          onChange={(value) => set("automatic_pr_description", value)}
-        />
-        <Choice
-          label="Issue pull request mode"
-          value={draft.issue_pull_request_mode}
-          options={IssuePullRequestMode.literals}
-          labels={issuePullRequestModeLabel}
-          onChange={(value) => set("issue_pull_request_mode", value)}
-        />
-        <Check
-          label="Approve the agent's pull requests automatically"
-          checked={draft.auto_approve_pull_requests}
-          onChange={(on) => set("auto_approve_pull_requests", on)}
-        />
-        <Check
-          label="Handle review feedback on the agent's pull requests automatically"
-          checked={draft.auto_handle_pull_request_feedback}
-          onChange={(on) => set("auto_handle_pull_request_feedback", on)}
-        />
-        <Line
-          label="Pull request template path"
-          value={draft.pull_request_template_path}
-          placeholder=".github/pull_request_template.md"
-          onChange={(value) => set("pull_request_template_path", value)}
-        />
-        <Paragraphs
-          label="Agent use cases (one per line)"
-          rows={3}
-          value={draft.agent_use_cases}
-          onChange={(value) => set("agent_use_cases", value)}
-        />
-      </>
+      <AgentFields
+        org={props.org}
+        level={level}
+        catalog={props.catalog}
+        catalogProblem={props.catalogProblem}
+        draft={draft}
+        set={set}
+        onModelChange={(fields) => {
+          setDraft((previous) => ({ ...previous, ...fields }))
+          setNotice(null)
+        }}
+      />
     ),
     instructions: (
       <Paragraphs
@@ -580,92 +764,8 @@ export const ConfigurationEditor = (props: EditorProps) => {
     mcp: (
       <McpServers servers={draft.mcp_servers} canWrite={canWrite} onChange={(servers) => set("mcp_servers", servers)} />
     ),
-    review_policy: (
-      <>
-        <Choice
-          label="Strictness"
-          value={draft.strictness}
-          options={Strictness.literals}
-          labels={strictnessLabel}
-          onChange={(value) => set("strictness", value)}
-        />
-        <label className="field">
-          <span>Comment limit</span>
-          <input
-            type="number"
-            inputMode="numeric"
-            min={0}
-            step={1}
-            value={draft.comment_limit}
-            onChange={(event) => set("comment_limit", event.target.value)}
-          />
-        </label>
-        <label className="field">
-          <span>Max changed files</span>
-          <input
-            type="number"
-            inputMode="numeric"
-            min={1}
-            step={1}
-            value={draft.max_changed_files}
-            onChange={(event) => set("max_changed_files", event.target.value)}
-          />
-        </label>
-        <Paragraphs
-          label="Excluded authors (one login per line)"
-          rows={3}
-          value={draft.excluded_authors}
-          onChange={(value) => set("excluded_authors", value)}
-        />
-        <Paragraphs
-          label="Excluded paths (one glob per line)"
-          rows={3}
-          value={draft.excluded_paths}
-          onChange={(value) => set("excluded_paths", value)}
-        />
-        <Check label="Review drafts" checked={draft.review_drafts} onChange={(on) => set("review_drafts", on)} />
-        <Check label="Review on open" checked={draft.review_on_open} onChange={(on) => set("review_on_open", on)} />
-        <Check label="Review on push" checked={draft.review_on_push} onChange={(on) => set("review_on_push", on)} />
-        <Check label="Review on ready" checked={draft.review_on_ready} onChange={(on) => set("review_on_ready", on)} />
-        <Check
-          label="Review on reopen"
-          checked={draft.review_on_reopen}
-          onChange={(on) => set("review_on_reopen", on)}
-        />
-        <Paragraphs
-          label="Review guidance"
-          rows={4}
-          value={draft.guidance}
-          placeholder="What reviews should focus on."
-          onChange={(value) => set("guidance", value)}
-        />
-      </>
-    ),
-    sandbox: (
-      <>
-        <Choice
-          label="Sandbox provider"
-          value={draft.sandbox_provider}
-          options={sandboxOptions}
-          labels={sandboxLabels}
-          onChange={(value) => set("sandbox_provider", value)}
-        />
-        <label className="field">
-          <span>Sandbox config (JSON object)</span>
-          <textarea
-            rows={5}
-            spellCheck={false}
-            value={draft.sandbox_config}
-            onChange={(event) => set("sandbox_config", event.target.value)}
-          />
-        </label>
-        {draft.agent_provider === "AGENT_ONE" && draft.sandbox_provider === "PLATFORM_CONTAINER" ? (
-          <p className="banner bad" role="note">
-            {AGENT_ONE_ON_PLATFORM_CONTAINER}. Saving this makes the readiness of the repositories using it BLOCKING.
-          </p>
-        ) : null}
-      </>
-    ),
+    review_policy: <ReviewPolicyFields draft={draft} set={set} />,
+    sandbox: <SandboxFields draft={draft} set={set} sandboxProviders={props.sandboxProviders} />,
     skills: <Skills skills={draft.skills} canWrite={canWrite} onChange={(skills) => set("skills", skills)} />
   }
 
@@ -690,26 +790,7 @@ export const ConfigurationEditor = (props: EditorProps) => {
         </p>
       )}
       {CONFIGURATION_GROUPS.map((name) => group(name, sections[name]))}
-      {canWrite ? (
-        <div className="actions save-bar">
-          <button type="submit" className="primary" disabled={save.pending} aria-busy={save.pending}>
-            Save configuration
-          </button>
-          {save.pending ? (
-            <span className="progress" aria-busy="true">
-              Saving…
-            </span>
-          ) : null}
-          {notice === null ? null : (
-            <span className={notice === "Saved" ? "badge good" : "muted"} role="status">
-              {notice}
-            </span>
-          )}
-          {pendingGroups.size === 0 ? null : (
-            <span className="muted">To send: {[...pendingGroups].map((name) => groupLabel[name]).join(", ")}</span>
-          )}
-        </div>
-      ) : null}
+      {canWrite ? <SaveBar saving={save.pending} notice={notice} pendingGroups={pendingGroups} /> : null}
       <ErrorNote message={invalid ?? save.error ?? reset.error} />
     </form>
   )

@@ -102,6 +102,256 @@ export const normalizedConvention = (text: string) =>
     .replace(/[^\p{L}\p{N}]+/gu, " ")
     .trim()
 
+/** The memories' one SELECT: each with its repository, the people named on it, its sources and its effect. */
+const selectMemories = (sql: SqlClient.SqlClient) => (where: Statement.Fragment) =>
+  sql<Row>`
+    SELECT m.id, m.organization_id, m.repository_id, m.scope, m.lifecycle, m.enabled, m.convention, m.purpose,
+           m.rationale, m.metadata, m.proposed_by, coalesce(proposer.login, m.proposed_by_login) AS proposed_by_login,
+           m.approved_at, m.approved_by, approver.login AS approved_by_login, m.last_toggled_at, m.last_toggled_by,
+           toggler.login AS last_toggled_by_login, m.source_actor, m.source_finding_id, m.source_run_id,
+           m.source_type, m.source_url, m.created_at, m.updated_at,
+           r.name AS repository_name, r.owner AS repository_owner,
+           (SELECT jsonb_agg(jsonb_build_object(
+                     'source_type', s.source_type, 'source_url', s.source_url,
+                     'source_comment_id', s.source_comment_id, 'pull_request_number', s.pull_request_number,
+                     'file_path', s.file_path, 'source_finding_id', s.source_finding_id,
+                     'source_run_id', s.source_run_id, 'source_actor', s.source_actor, 'excerpt', s.excerpt,
+                     'created_at', to_char(s.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+                   ORDER BY s.created_at, s.id)
+            FROM memory_sources s WHERE s.organization_id = m.organization_id AND s.memory_id = m.id) AS sources,
+           jsonb_build_object(
+             'runs', (SELECT count(*) FROM memory_uses u
+                      WHERE u.organization_id = m.organization_id AND u.memory_id = m.id)::int,
+             'findings_shaped', effect.shaped, 'findings_suppressed', effect.suppressed,
+             'feedback', jsonb_build_object('open', feedback.open, 'resolved', feedback.resolved,
+                                            'dismissed', feedback.dismissed)) AS effect
+    FROM memories m
+    LEFT JOIN repositories r ON r.id = m.repository_id AND r.organization_id = m.organization_id
+    LEFT JOIN users proposer ON proposer.id = m.proposed_by
+    LEFT JOIN users approver ON approver.id = m.approved_by
+    LEFT JOIN users toggler ON toggler.id = m.last_toggled_by
+    CROSS JOIN LATERAL (
+      SELECT count(DISTINCT (e.repository_id, e.pull_request_number, e.fingerprint))
+               FILTER (WHERE e.effect = 'SHAPED')::int AS shaped,
+             count(*) FILTER (WHERE e.effect = 'SUPPRESSED')::int AS suppressed
+      FROM memory_finding_effects e WHERE e.organization_id = m.organization_id AND e.memory_id = m.id
+    ) effect
+    CROSS JOIN LATERAL (
+      SELECT count(DISTINCT f.id) FILTER (WHERE f.state = 'OPEN')::int AS open,
+             count(DISTINCT f.id) FILTER (WHERE f.state = 'RESOLVED')::int AS resolved,
+             count(DISTINCT f.id) FILTER (WHERE f.state = 'DISMISSED')::int AS dismissed
+      FROM memory_finding_effects e
+      JOIN review_findings f ON f.organization_id = e.organization_id AND f.repository_id = e.repository_id
+        AND f.pull_request_number = e.pull_request_number AND f.fingerprint = e.fingerprint
+      WHERE e.organization_id = m.organization_id AND e.memory_id = m.id AND e.effect = 'SHAPED'
+    ) feedback
+    WHERE ${where}
+    ORDER BY m.created_at DESC, m.id`
+
+/** Reading a memory back, and the inserts of a new memory and of one piece of its provenance. */
+const memoryStore = (sql: SqlClient.SqlClient) => {
+  const select = selectMemories(sql)
+
+  const find = Effect.fn("MemoriesRepo.find")(function* (organizationId: string, memoryId: string) {
+    const [row] = yield* select(sql`m.organization_id = ${organizationId} AND m.id = ${memoryId}`).pipe(Effect.orDie)
+    return Option.map(Option.fromUndefinedOr(row), toMemory)
+  })
+
+  const found = (organizationId: string, memoryId: string) =>
+    Effect.flatMap(find(organizationId, memoryId), (memory) =>
+      Option.isSome(memory)
+        ? Effect.succeed(memory.value)
+        : Effect.die(new Error(`memory ${memoryId} vanished after its write`))
+    )
+
+  const appendSource = (organizationId: string, memoryId: string, source: FeedbackSource) =>
+    sql`
+      INSERT INTO memory_sources (organization_id, memory_id, source_type, source_url, source_comment_id,
+                                  pull_request_number, file_path, source_finding_id, source_run_id,
+                                  source_actor, excerpt)
+      VALUES (${organizationId}, ${memoryId}, ${source.sourceType}, ${source.sourceUrl}, ${source.commentId},
+              ${source.pullRequestNumber}, ${source.filePath}, ${source.findingId}, ${source.runId},
+              ${source.actor}, ${source.excerpt.slice(0, 2_000)})
+      ON CONFLICT (source_run_id) DO NOTHING`.pipe(Effect.orDie)
+
+  const insert = (organizationId: string, memory: NewMemory) =>
+    Effect.gen(function* () {
+      const [row] = yield* sql<{ id: string }>`
+        INSERT INTO memories (organization_id, repository_id, scope, convention, purpose, rationale, proposed_by,
+                              proposed_by_login, source_type, source_url, source_actor, source_finding_id,
+                              source_run_id, metadata)
+        VALUES (${organizationId}, ${memory.repositoryId}, ${memory.repositoryId === null ? "ORGANIZATION" : "REPOSITORY"},
+                ${memory.convention}, ${memory.purpose ?? null}, ${memory.rationale ?? null},
+                ${memory.proposedBy ?? null}, ${memory.proposedByLogin ?? null}, ${memory.sourceType ?? null},
+                ${memory.sourceUrl ?? null}, ${memory.sourceActor ?? null}, ${memory.sourceFindingId ?? null},
+                ${memory.sourceRunId ?? null}, ${JSON.stringify(memory.metadata ?? {})}::jsonb)
+        RETURNING id`.pipe(Effect.orDie)
+      if (row === undefined) return yield* Effect.die(new Error("the memory insert returned no row"))
+      return row.id
+    })
+
+  return { select, find, found, appendSource, insert }
+}
+
+type MemoryStore = ReturnType<typeof memoryStore>
+
+/** A person's decisions on a memory, each made under the memory's row lock. */
+const decisions = (sql: SqlClient.SqlClient, store: MemoryStore) => ({
+  toggle: Effect.fn("MemoriesRepo.toggle")(function* (
+    organizationId: string,
+    memoryId: string,
+    enabled: boolean,
+    userId: string
+  ) {
+    const [row] = yield* sql<{ lifecycle: string; updated: boolean }>`
+      WITH target AS (
+        SELECT id, lifecycle FROM memories WHERE organization_id = ${organizationId} AND id = ${memoryId}
+        FOR UPDATE
+      ), updated AS (
+        UPDATE memories m SET enabled = ${enabled}, last_toggled_at = now(), last_toggled_by = ${userId},
+               updated_at = now()
+        FROM target WHERE m.id = target.id AND target.lifecycle = 'APPROVED'
+        RETURNING m.id
+      )
+      SELECT target.lifecycle, EXISTS (SELECT 1 FROM updated) AS updated FROM target`.pipe(Effect.orDie)
+    if (row === undefined) return Option.none()
+    if (!row.updated) return yield* new MemoryNotApproved({ lifecycle: row.lifecycle })
+    return yield* store.find(organizationId, memoryId)
+  }),
+  decide: Effect.fn("MemoriesRepo.decide")(function* (
+    organizationId: string,
+    memoryId: string,
+    approve: boolean,
+    userId: string
+  ) {
+    const [row] = yield* sql<{ lifecycle: string; updated: boolean }>`
+      WITH target AS (
+        SELECT id, lifecycle FROM memories WHERE organization_id = ${organizationId} AND id = ${memoryId}
+        FOR UPDATE
+      ), updated AS (
+        UPDATE memories m SET lifecycle = ${approve ? "APPROVED" : "REJECTED"},
+               approved_at = CASE WHEN ${approve} THEN now() ELSE NULL END,
+               approved_by = CASE WHEN ${approve} THEN ${userId} ELSE NULL END, updated_at = now()
+        FROM target WHERE m.id = target.id AND target.lifecycle = 'PROPOSED'
+        RETURNING m.id
+      )
+      SELECT target.lifecycle, EXISTS (SELECT 1 FROM updated) AS updated FROM target`.pipe(Effect.orDie)
+    if (row === undefined) return Option.none()
+    if (!row.updated) return yield* new MemoryAlreadyDecided({ lifecycle: row.lifecycle })
+    return yield* store.find(organizationId, memoryId)
+  })
+})
+
+/** The memory a distilled convention proposes when it restates none. */
+const proposalOf = (repositoryId: string | null, learned: LearnedConvention, source: FeedbackSource): NewMemory => ({
+  repositoryId: learned.scope === "ORGANIZATION" ? null : repositoryId,
+  convention: learned.convention,
+  ...(learned.purpose === null ? {} : { purpose: learned.purpose }),
+  ...(learned.rationale === null ? {} : { rationale: learned.rationale }),
+  ...(source.actor === null ? {} : { proposedByLogin: source.actor, sourceActor: source.actor }),
+  sourceType: source.sourceType,
+  ...(source.sourceUrl === null ? {} : { sourceUrl: source.sourceUrl }),
+  ...(source.findingId === null ? {} : { sourceFindingId: source.findingId }),
+  ...(source.runId === null ? {} : { sourceRunId: source.runId }),
+  metadata: {
+    file_path: source.filePath,
+    language: learned.language,
+    pull_request_number: source.pullRequestNumber,
+    source_comment_id: source.commentId
+  }
+})
+
+/**
+ * A distilled convention: merged into the memory it restates, else proposed, with its source
+ * appended once per run.
+ */
+const learner = (sql: SqlClient.SqlClient, store: MemoryStore) =>
+  Effect.fn("MemoriesRepo.learn")(function* (
+    organizationId: string,
+    repositoryId: string | null,
+    learned: LearnedConvention,
+    source: FeedbackSource
+  ) {
+    return yield* sql
+      .withTransaction(
+        Effect.gen(function* () {
+          // Serializes the organization's learning: two runs restating one convention merge.
+          yield* sql`SELECT pg_advisory_xact_lock(hashtext(${`memories:${organizationId}`}))`
+          if (source.runId !== null) {
+            const [seen] = yield* sql<{ memory_id: string; first: boolean }>`
+              SELECT s.memory_id, m.source_run_id IS NOT DISTINCT FROM s.source_run_id AS first
+              FROM memory_sources s JOIN memories m ON m.id = s.memory_id
+              WHERE s.organization_id = ${organizationId} AND s.source_run_id = ${source.runId}`
+            if (seen !== undefined) {
+              return { memory: yield* store.found(organizationId, seen.memory_id), merged: !seen.first }
+            }
+          }
+          const candidates = yield* sql<{ id: string; convention: string; named: boolean }>`
+            SELECT id, convention, id = ${learned.restatesMemoryId ?? ""} AS named FROM memories
+            WHERE organization_id = ${organizationId} AND lifecycle <> 'ARCHIVED'
+              AND (repository_id IS NULL OR repository_id IS NOT DISTINCT FROM ${repositoryId})
+            ORDER BY created_at, id`
+          const text = normalizedConvention(learned.convention)
+          const restated =
+            candidates.find((candidate) => candidate.named) ??
+            candidates.find((candidate) => normalizedConvention(candidate.convention) === text)
+          if (restated !== undefined) {
+            yield* store.appendSource(organizationId, restated.id, source)
+            yield* sql`UPDATE memories SET updated_at = now()
+                       WHERE organization_id = ${organizationId} AND id = ${restated.id}`
+            return { memory: yield* store.found(organizationId, restated.id), merged: true }
+          }
+          const id = yield* store.insert(organizationId, proposalOf(repositoryId, learned, source))
+          yield* store.appendSource(organizationId, id, source)
+          return { memory: yield* store.found(organizationId, id), merged: false }
+        })
+      )
+      .pipe(Effect.orDie)
+  })
+
+/** The memories a run is given, and what they then did to its findings. */
+const runMemories = (sql: SqlClient.SqlClient, store: MemoryStore) => ({
+  forRun: Effect.fn("MemoriesRepo.forRun")(function* (
+    organizationId: string,
+    repositoryId: string | null,
+    run: { readonly runId: string; readonly workflowType: string }
+  ) {
+    const rows = yield* store
+      .select(
+        sql`m.organization_id = ${organizationId} AND m.lifecycle = 'APPROVED' AND m.enabled
+          AND (m.repository_id IS NULL OR m.repository_id IS NOT DISTINCT FROM ${repositoryId})`
+      )
+      .pipe(Effect.orDie)
+    if (rows.length > 0) {
+      // A prepare step that runs again gives the same memories: counted once per run.
+      yield* sql`
+        INSERT INTO memory_uses (organization_id, memory_id, run_id, workflow_type)
+        SELECT ${organizationId}, id, ${run.runId}, ${run.workflowType}
+        FROM unnest(${rows.map((row) => row.id)}::text[]) AS id
+        ON CONFLICT DO NOTHING`.pipe(Effect.orDie)
+    }
+    return rows.map(toMemory)
+  }),
+  recordEffects: Effect.fn("MemoriesRepo.recordEffects")(function* (
+    organizationId: string,
+    runId: string,
+    pr: { readonly repositoryId: string; readonly number: number },
+    effects: ReadonlyArray<MemoryFindingEffect>
+  ) {
+    if (effects.length === 0) return
+    yield* sql`
+      INSERT INTO memory_finding_effects (organization_id, memory_id, run_id, effect, repository_id,
+                                          pull_request_number, fingerprint, path, note)
+      SELECT ${organizationId}, e.memory_id, ${runId}, e.effect, ${pr.repositoryId}, ${pr.number},
+             e.fingerprint, e.path, e.note
+      FROM jsonb_to_recordset(${JSON.stringify(effects.map((effect) => ({ memory_id: effect.memoryId, effect: effect.effect, fingerprint: effect.fingerprint, path: effect.path, note: effect.note })))}::jsonb)
+        AS e(memory_id text, effect text, fingerprint text, path text, note text)
+      WHERE EXISTS (SELECT 1 FROM memory_uses u
+                    WHERE u.organization_id = ${organizationId} AND u.memory_id = e.memory_id
+                      AND u.run_id = ${runId})`.pipe(Effect.orDie)
+  })
+})
+
 export class MemoriesRepo extends Context.Service<
   MemoriesRepo,
   {
@@ -148,245 +398,26 @@ export class MemoriesRepo extends Context.Service<
       runId: string,
       pr: { readonly repositoryId: string; readonly number: number },
       effects: ReadonlyArray<MemoryFindingEffect>
-    ) => Effect.Effect<void, never, SqlClient.SqlClient>
+    ) => Effect.Effect<void>
   }
 >()("bosun/server/persistence/MemoriesRepo") {
   static readonly layer = Layer.effect(
     MemoriesRepo,
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
-      const select = (where: Statement.Fragment) => sql<Row>`
-        SELECT m.id, m.organization_id, m.repository_id, m.scope, m.lifecycle, m.enabled, m.convention, m.purpose,
-               m.rationale, m.metadata, m.proposed_by, coalesce(proposer.login, m.proposed_by_login) AS proposed_by_login,
-               m.approved_at, m.approved_by, approver.login AS approved_by_login, m.last_toggled_at, m.last_toggled_by,
-               toggler.login AS last_toggled_by_login, m.source_actor, m.source_finding_id, m.source_run_id,
-               m.source_type, m.source_url, m.created_at, m.updated_at,
-               r.name AS repository_name, r.owner AS repository_owner,
-               (SELECT jsonb_agg(jsonb_build_object(
-                         'source_type', s.source_type, 'source_url', s.source_url,
-                         'source_comment_id', s.source_comment_id, 'pull_request_number', s.pull_request_number,
-                         'file_path', s.file_path, 'source_finding_id', s.source_finding_id,
-                         'source_run_id', s.source_run_id, 'source_actor', s.source_actor, 'excerpt', s.excerpt,
-                         'created_at', to_char(s.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
-                       ORDER BY s.created_at, s.id)
-                FROM memory_sources s WHERE s.organization_id = m.organization_id AND s.memory_id = m.id) AS sources,
-               jsonb_build_object(
-                 'runs', (SELECT count(*) FROM memory_uses u
-                          WHERE u.organization_id = m.organization_id AND u.memory_id = m.id)::int,
-                 'findings_shaped', effect.shaped, 'findings_suppressed', effect.suppressed,
-                 'feedback', jsonb_build_object('open', feedback.open, 'resolved', feedback.resolved,
-                                                'dismissed', feedback.dismissed)) AS effect
-        FROM memories m
-        LEFT JOIN repositories r ON r.id = m.repository_id AND r.organization_id = m.organization_id
-        LEFT JOIN users proposer ON proposer.id = m.proposed_by
-        LEFT JOIN users approver ON approver.id = m.approved_by
-        LEFT JOIN users toggler ON toggler.id = m.last_toggled_by
-        CROSS JOIN LATERAL (
-          SELECT count(DISTINCT (e.repository_id, e.pull_request_number, e.fingerprint))
-                   FILTER (WHERE e.effect = 'SHAPED')::int AS shaped,
-                 count(*) FILTER (WHERE e.effect = 'SUPPRESSED')::int AS suppressed
-          FROM memory_finding_effects e WHERE e.organization_id = m.organization_id AND e.memory_id = m.id
-        ) effect
-        CROSS JOIN LATERAL (
-          SELECT count(DISTINCT f.id) FILTER (WHERE f.state = 'OPEN')::int AS open,
-                 count(DISTINCT f.id) FILTER (WHERE f.state = 'RESOLVED')::int AS resolved,
-                 count(DISTINCT f.id) FILTER (WHERE f.state = 'DISMISSED')::int AS dismissed
-          FROM memory_finding_effects e
-          JOIN review_findings f ON f.organization_id = e.organization_id AND f.repository_id = e.repository_id
-            AND f.pull_request_number = e.pull_request_number AND f.fingerprint = e.fingerprint
-          WHERE e.organization_id = m.organization_id AND e.memory_id = m.id AND e.effect = 'SHAPED'
-        ) feedback
-        WHERE ${where}
-        ORDER BY m.created_at DESC, m.id`
-
-      const find = Effect.fn("MemoriesRepo.find")(function* (organizationId: string, memoryId: string) {
-        const [row] = yield* select(sql`m.organization_id = ${organizationId} AND m.id = ${memoryId}`).pipe(
-          Effect.orDie
-        )
-        return Option.map(Option.fromUndefinedOr(row), toMemory)
-      })
-      const found = (organizationId: string, memoryId: string) =>
-        Effect.flatMap(find(organizationId, memoryId), (memory) =>
-          Option.isSome(memory)
-            ? Effect.succeed(memory.value)
-            : Effect.die(new Error(`memory ${memoryId} vanished after its write`))
-        )
-
-      const appendSource = (organizationId: string, memoryId: string, source: FeedbackSource) =>
-        sql`
-          INSERT INTO memory_sources (organization_id, memory_id, source_type, source_url, source_comment_id,
-                                      pull_request_number, file_path, source_finding_id, source_run_id,
-                                      source_actor, excerpt)
-          VALUES (${organizationId}, ${memoryId}, ${source.sourceType}, ${source.sourceUrl}, ${source.commentId},
-                  ${source.pullRequestNumber}, ${source.filePath}, ${source.findingId}, ${source.runId},
-                  ${source.actor}, ${source.excerpt.slice(0, 2_000)})
-          ON CONFLICT (source_run_id) DO NOTHING`.pipe(Effect.orDie)
-
-      const insert = (organizationId: string, memory: NewMemory) =>
-        Effect.gen(function* () {
-          const [row] = yield* sql<{ id: string }>`
-            INSERT INTO memories (organization_id, repository_id, scope, convention, purpose, rationale, proposed_by,
-                                  proposed_by_login, source_type, source_url, source_actor, source_finding_id,
-                                  source_run_id, metadata)
-            VALUES (${organizationId}, ${memory.repositoryId}, ${memory.repositoryId === null ? "ORGANIZATION" : "REPOSITORY"},
-                    ${memory.convention}, ${memory.purpose ?? null}, ${memory.rationale ?? null},
-                    ${memory.proposedBy ?? null}, ${memory.proposedByLogin ?? null}, ${memory.sourceType ?? null},
-                    ${memory.sourceUrl ?? null}, ${memory.sourceActor ?? null}, ${memory.sourceFindingId ?? null},
-                    ${memory.sourceRunId ?? null}, ${JSON.stringify(memory.metadata ?? {})}::jsonb)
-            RETURNING id`.pipe(Effect.orDie)
-          if (row === undefined) return yield* Effect.die(new Error("the memory insert returned no row"))
-          return row.id
-        })
-
+      const store = memoryStore(sql)
       return MemoriesRepo.of({
         list: Effect.fn("MemoriesRepo.list")(function* (organizationId: string) {
-          const rows = yield* select(sql`m.organization_id = ${organizationId}`).pipe(Effect.orDie)
+          const rows = yield* store.select(sql`m.organization_id = ${organizationId}`).pipe(Effect.orDie)
           return rows.map(toMemory)
         }),
-        find,
-        toggle: Effect.fn("MemoriesRepo.toggle")(function* (
-          organizationId: string,
-          memoryId: string,
-          enabled: boolean,
-          userId: string
-        ) {
-          const [row] = yield* sql<{ lifecycle: string; updated: boolean }>`
-            WITH target AS (
-              SELECT id, lifecycle FROM memories WHERE organization_id = ${organizationId} AND id = ${memoryId}
-              FOR UPDATE
-            ), updated AS (
-              UPDATE memories m SET enabled = ${enabled}, last_toggled_at = now(), last_toggled_by = ${userId},
-                     updated_at = now()
-              FROM target WHERE m.id = target.id AND target.lifecycle = 'APPROVED'
-              RETURNING m.id
-            )
-            SELECT target.lifecycle, EXISTS (SELECT 1 FROM updated) AS updated FROM target`.pipe(Effect.orDie)
-          if (row === undefined) return Option.none()
-          if (!row.updated) return yield* new MemoryNotApproved({ lifecycle: row.lifecycle })
-          return yield* find(organizationId, memoryId)
-        }),
+        find: store.find,
+        ...decisions(sql, store),
         propose: Effect.fn("MemoriesRepo.propose")(function* (organizationId: string, memory: NewMemory) {
-          return yield* found(organizationId, yield* insert(organizationId, memory))
+          return yield* store.found(organizationId, yield* store.insert(organizationId, memory))
         }),
-        decide: Effect.fn("MemoriesRepo.decide")(function* (
-          organizationId: string,
-          memoryId: string,
-          approve: boolean,
-          userId: string
-        ) {
-          const [row] = yield* sql<{ lifecycle: string; updated: boolean }>`
-            WITH target AS (
-              SELECT id, lifecycle FROM memories WHERE organization_id = ${organizationId} AND id = ${memoryId}
-              FOR UPDATE
-            ), updated AS (
-              UPDATE memories m SET lifecycle = ${approve ? "APPROVED" : "REJECTED"},
-                     approved_at = CASE WHEN ${approve} THEN now() ELSE NULL END,
-                     approved_by = CASE WHEN ${approve} THEN ${userId} ELSE NULL END, updated_at = now()
-              FROM target WHERE m.id = target.id AND target.lifecycle = 'PROPOSED'
-              RETURNING m.id
-            )
-            SELECT target.lifecycle, EXISTS (SELECT 1 FROM updated) AS updated FROM target`.pipe(Effect.orDie)
-          if (row === undefined) return Option.none()
-          if (!row.updated) return yield* new MemoryAlreadyDecided({ lifecycle: row.lifecycle })
-          return yield* find(organizationId, memoryId)
-        }),
-        learn: Effect.fn("MemoriesRepo.learn")(function* (
-          organizationId: string,
-          repositoryId: string | null,
-          learned: LearnedConvention,
-          source: FeedbackSource
-        ) {
-          return yield* sql
-            .withTransaction(
-              Effect.gen(function* () {
-                // Serializes the organization's learning: two runs restating one convention merge.
-                yield* sql`SELECT pg_advisory_xact_lock(hashtext(${`memories:${organizationId}`}))`
-                if (source.runId !== null) {
-                  const [seen] = yield* sql<{ memory_id: string; first: boolean }>`
-                    SELECT s.memory_id, m.source_run_id IS NOT DISTINCT FROM s.source_run_id AS first
-                    FROM memory_sources s JOIN memories m ON m.id = s.memory_id
-                    WHERE s.organization_id = ${organizationId} AND s.source_run_id = ${source.runId}`
-                  if (seen !== undefined) {
-                    return { memory: yield* found(organizationId, seen.memory_id), merged: !seen.first }
-                  }
-                }
-                const scopedRepository = learned.scope === "ORGANIZATION" ? null : repositoryId
-                const candidates = yield* sql<{ id: string; convention: string; named: boolean }>`
-                  SELECT id, convention, id = ${learned.restatesMemoryId ?? ""} AS named FROM memories
-                  WHERE organization_id = ${organizationId} AND lifecycle <> 'ARCHIVED'
-                    AND (repository_id IS NULL OR repository_id IS NOT DISTINCT FROM ${repositoryId})
-                  ORDER BY created_at, id`
-                const text = normalizedConvention(learned.convention)
-                const restated =
-                  candidates.find((candidate) => candidate.named) ??
-                  candidates.find((candidate) => normalizedConvention(candidate.convention) === text)
-                if (restated !== undefined) {
-                  yield* appendSource(organizationId, restated.id, source)
-                  yield* sql`UPDATE memories SET updated_at = now()
-                             WHERE organization_id = ${organizationId} AND id = ${restated.id}`
-                  return { memory: yield* found(organizationId, restated.id), merged: true }
-                }
-                const id = yield* insert(organizationId, {
-                  repositoryId: scopedRepository,
-                  convention: learned.convention,
-                  ...(learned.purpose === null ? {} : { purpose: learned.purpose }),
-                  ...(learned.rationale === null ? {} : { rationale: learned.rationale }),
-                  ...(source.actor === null ? {} : { proposedByLogin: source.actor, sourceActor: source.actor }),
-                  sourceType: source.sourceType,
-                  ...(source.sourceUrl === null ? {} : { sourceUrl: source.sourceUrl }),
-                  ...(source.findingId === null ? {} : { sourceFindingId: source.findingId }),
-                  ...(source.runId === null ? {} : { sourceRunId: source.runId }),
-                  metadata: {
-                    file_path: source.filePath,
-                    language: learned.language,
-                    pull_request_number: source.pullRequestNumber,
-                    source_comment_id: source.commentId
-                  }
-                })
-                yield* appendSource(organizationId, id, source)
-                return { memory: yield* found(organizationId, id), merged: false }
-              })
-            )
-            .pipe(Effect.orDie)
-        }),
-        forRun: Effect.fn("MemoriesRepo.forRun")(function* (
-          organizationId: string,
-          repositoryId: string | null,
-          run: { readonly runId: string; readonly workflowType: string }
-        ) {
-          const rows = yield* select(
-            sql`m.organization_id = ${organizationId} AND m.lifecycle = 'APPROVED' AND m.enabled
-                AND (m.repository_id IS NULL OR m.repository_id IS NOT DISTINCT FROM ${repositoryId})`
-          ).pipe(Effect.orDie)
-          if (rows.length > 0) {
-            // A prepare step that runs again gives the same memories: counted once per run.
-            yield* sql`
-              INSERT INTO memory_uses (organization_id, memory_id, run_id, workflow_type)
-              SELECT ${organizationId}, id, ${run.runId}, ${run.workflowType}
-              FROM unnest(${rows.map((row) => row.id)}::text[]) AS id
-              ON CONFLICT DO NOTHING`.pipe(Effect.orDie)
-          }
-          return rows.map(toMemory)
-        }),
-        recordEffects: Effect.fn("MemoriesRepo.recordEffects")(function* (
-          organizationId: string,
-          runId: string,
-          pr: { readonly repositoryId: string; readonly number: number },
-          effects: ReadonlyArray<MemoryFindingEffect>
-        ) {
-          if (effects.length === 0) return
-          const tx = yield* SqlClient.SqlClient
-          yield* tx`
-            INSERT INTO memory_finding_effects (organization_id, memory_id, run_id, effect, repository_id,
-                                                pull_request_number, fingerprint, path, note)
-            SELECT ${organizationId}, e.memory_id, ${runId}, e.effect, ${pr.repositoryId}, ${pr.number},
-                   e.fingerprint, e.path, e.note
-            FROM jsonb_to_recordset(${JSON.stringify(effects.map((effect) => ({ memory_id: effect.memoryId, effect: effect.effect, fingerprint: effect.fingerprint, path: effect.path, note: effect.note })))}::jsonb)
-              AS e(memory_id text, effect text, fingerprint text, path text, note text)
-            WHERE EXISTS (SELECT 1 FROM memory_uses u
-                          WHERE u.organization_id = ${organizationId} AND u.memory_id = e.memory_id
-                            AND u.run_id = ${runId})`.pipe(Effect.orDie)
-        })
+        learn: learner(sql, store),
+        ...runMemories(sql, store)
       })
     })
   )

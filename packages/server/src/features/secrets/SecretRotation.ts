@@ -63,6 +63,190 @@ const publicRun = ({
   ...run
 }: RotationRow): SecretRotationRun => run
 
+/** What a worker of this process works with: the repository, the key ring, its lease owner name. */
+interface RotationWorker {
+  readonly repo: SecretRotationRepo["Service"]
+  readonly secrets: Secrets["Service"]
+  readonly owner: string
+  readonly settings: SecretRotationSettings
+}
+
+const logUnreadable = (run: RotationRow, unreadable: ReadonlyArray<SecretsError>) =>
+  Effect.forEach(
+    unreadable,
+    (error) =>
+      Effect.logWarning("secret_rotation_unreadable_envelope").pipe(
+        Effect.annotateLogs({
+          rotation_id: run.id,
+          table: error.place.table,
+          column: error.place.column,
+          row_id: error.place.rowId,
+          reason: error.reason,
+          key_version: error.keyVersion ?? null
+        })
+      ),
+    { discard: true }
+  )
+
+/**
+ * Re-seals (or, in a dry run, checks) one column from the run's cursor on. Returns how many
+ * unreadable envelopes stopped a real run (0: the column is done).
+ */
+const processColumn = ({ repo, secrets, owner, settings }: RotationWorker, run: RotationRow, columnIndex: number) =>
+  Effect.gen(function* () {
+    const column = SealedColumns[columnIndex]
+    if (column === undefined) return { stopped: 0 }
+    let afterId = columnIndex === run.cursor_column ? run.cursor_row_id : null
+    while (true) {
+      const rows = yield* repo.readBatch(
+        column,
+        afterId,
+        run.batch_size,
+        run.dry_run ? undefined : run.target_key_version
+      )
+      if (rows.length === 0) return { stopped: 0 }
+      const swaps: Array<{ id: string; old: Uint8Array; next: Uint8Array }> = []
+      const unreadable: Array<SecretsError> = []
+      for (const row of rows) {
+        const place = placeOf(column, row.id)
+        const result = run.dry_run
+          ? secrets.checkUnsafe(row.envelope, place)
+          : secrets.resealUnsafe(row.envelope, place)
+        if (result instanceof SecretsError) unreadable.push(result)
+        else if (result !== undefined) swaps.push({ id: row.id, old: row.envelope, next: result })
+      }
+      if (!run.dry_run && unreadable.length > 0) {
+        // Nothing of this batch is written: the run stops here (see the module header).
+        yield* logUnreadable(run, unreadable)
+        return { stopped: unreadable.length }
+      }
+      afterId = rows[rows.length - 1]?.id ?? afterId
+      yield* repo.commitBatch(
+        column,
+        swaps,
+        { runId: run.id, owner, cursorColumn: columnIndex, cursorRowId: afterId, failed: unreadable.length },
+        settings.lease
+      )
+      yield* logUnreadable(run, unreadable)
+      if (rows.length < run.batch_size) return { stopped: 0 }
+    }
+  })
+
+/**
+ * Fails a run created by a process with another active key: re-sealing here would seal under a
+ * key the run does not name, which the other servers may not hold.
+ */
+const failForeignKey = ({ repo, secrets, owner }: RotationWorker, run: RotationRow) =>
+  Effect.gen(function* () {
+    const counts = yield* repo.count(SealedColumns, run.target_key_version)
+    return yield* repo.finish(run.id, owner, {
+      status: "FAILED",
+      remaining: counts.notUnder,
+      error:
+        run.target_key_version !== secrets.activeVersion
+          ? `this run targets key version ${run.target_key_version} but a worker's active version is ${secrets.activeVersion}; deploy one key ring everywhere, then start a new rotation`
+          : `a worker's active key of version ${secrets.activeVersion} is not the key this run was created with; deploy one key ring everywhere, then start a new rotation`
+    })
+  })
+
+/**
+ * Before a real run writes anything: when some envelopes are sealed under a version the ring
+ * lacks, fails the run and answers true.
+ */
+const refusedForMissingKeys = ({ repo, secrets, owner }: RotationWorker, run: RotationRow, remaining: number) =>
+  Effect.gen(function* () {
+    const census = yield* repo.versions(SealedColumns)
+    const missing = [...census].filter(([version]) => !secrets.hasKey(version))
+    if (missing.length === 0) return false
+    const unreadable = missing.reduce((sum, [, n]) => sum + n, 0)
+    const versions = missing.map(([version]) => version).join(", ")
+    yield* Effect.logWarning("secret_rotation_refused").pipe(
+      Effect.annotateLogs({ rotation_id: run.id, unreadable, missing_key_versions: versions })
+    )
+    yield* repo.finish(run.id, owner, {
+      status: "FAILED",
+      remaining,
+      addFailed: unreadable,
+      error: `${unreadable} envelope(s) are sealed under key version(s) ${versions}, which the ring does not hold: restore them in BOSUN_PREVIOUS_MASTER_KEYS; nothing was re-sealed`
+    })
+    return true
+  })
+
+/** Ends the run once its columns are walked: `stopped` envelopes did not open in a real run. */
+const finishRun = ({ repo, owner }: RotationWorker, run: RotationRow, stopped: number) =>
+  Effect.gen(function* () {
+    const after = yield* repo.count(SealedColumns, run.target_key_version)
+    const failed =
+      stopped +
+      Option.match(yield* repo.find(run.id), {
+        onNone: () => 0,
+        onSome: (current) => current.failed_secrets
+      })
+    const succeeded = failed === 0 && (run.dry_run || after.notUnder === 0)
+    yield* repo.finish(run.id, owner, {
+      status: succeeded ? "SUCCEEDED" : "FAILED",
+      remaining: after.notUnder,
+      addFailed: stopped,
+      error: succeeded
+        ? null
+        : stopped > 0
+          ? `${stopped} envelope(s) did not open (tampered with, or sealed under another key of the same version); the run stopped there`
+          : failed > 0
+            ? `${failed} envelope(s) did not open with any key of the ring: restore the missing key in BOSUN_PREVIOUS_MASTER_KEYS`
+            : `${after.notUnder} envelope(s) are still under an older key`
+    })
+    yield* Effect.logInfo("secret_rotation_finished").pipe(
+      Effect.annotateLogs({
+        rotation_id: run.id,
+        dry_run: run.dry_run,
+        status: succeeded ? "SUCCEEDED" : "FAILED",
+        failed_secrets: failed,
+        remaining: after.notUnder
+      })
+    )
+  })
+
+const processRun = (worker: RotationWorker, run: RotationRow): Effect.Effect<void, LeaseLost> =>
+  Effect.gen(function* () {
+    const { repo, secrets, owner } = worker
+    if (run.target_key_version !== secrets.activeVersion || run.target_key_fingerprint !== secrets.activeFingerprint) {
+      return yield* failForeignKey(worker, run)
+    }
+    const before = yield* repo.count(SealedColumns, run.target_key_version)
+    yield* repo.begin(run.id, owner, { total: before.total, remaining: before.notUnder })
+    // Refuse before writing anything when some envelopes cannot be opened at all.
+    if (!run.dry_run && (yield* refusedForMissingKeys(worker, run, before.notUnder))) return
+    yield* Effect.logInfo("secret_rotation_started").pipe(
+      Effect.annotateLogs({
+        rotation_id: run.id,
+        dry_run: run.dry_run,
+        total_secrets: before.total,
+        remaining: before.notUnder,
+        resumed_at_column: run.cursor_column
+      })
+    )
+    let stopped = 0
+    for (let index = run.cursor_column; index < SealedColumns.length && stopped === 0; index++) {
+      stopped = (yield* processColumn(worker, run, index)).stopped
+    }
+    yield* finishRun(worker, run, stopped)
+  }).pipe(Effect.withSpan("SecretRotation.process", { attributes: { rotation_id: run.id } }))
+
+/** Works on claimable runs until none is left: what the worker does on each wake-up. */
+const drain = (worker: RotationWorker): Effect.Effect<void> =>
+  Effect.gen(function* () {
+    while (true) {
+      const claimed = yield* worker.repo.claim(worker.owner, worker.settings.lease)
+      if (Option.isNone(claimed)) return
+      yield* processRun(worker, claimed.value).pipe(
+        Effect.onInterrupt(() => worker.repo.release(claimed.value.id, worker.owner)),
+        Effect.catchTag("LeaseLost", () =>
+          Effect.logWarning("secret_rotation_lease_lost").pipe(Effect.annotateLogs({ rotation_id: claimed.value.id }))
+        )
+      )
+    }
+  })
+
 export class SecretRotation extends Context.Service<
   SecretRotation,
   {
@@ -82,165 +266,6 @@ export class SecretRotation extends Context.Service<
         const secrets = yield* Secrets
         const owner = `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`
         const wake = yield* Queue.sliding<void>(1)
-
-        const logUnreadable = (run: RotationRow, unreadable: ReadonlyArray<SecretsError>) =>
-          Effect.forEach(
-            unreadable,
-            (error) =>
-              Effect.logWarning("secret_rotation_unreadable_envelope").pipe(
-                Effect.annotateLogs({
-                  rotation_id: run.id,
-                  table: error.place.table,
-                  column: error.place.column,
-                  row_id: error.place.rowId,
-                  reason: error.reason,
-                  key_version: error.keyVersion ?? null
-                })
-              ),
-            { discard: true }
-          )
-
-        /**
-         * Re-seals (or, in a dry run, checks) one column from the run's cursor on. Returns how
-         * many unreadable envelopes stopped a real run (0: the column is done).
-         */
-        const processColumn = (run: RotationRow, columnIndex: number) =>
-          Effect.gen(function* () {
-            const column = SealedColumns[columnIndex]
-            if (column === undefined) return { stopped: 0 }
-            let afterId = columnIndex === run.cursor_column ? run.cursor_row_id : null
-            while (true) {
-              const rows = yield* repo.readBatch(
-                column,
-                afterId,
-                run.batch_size,
-                run.dry_run ? undefined : run.target_key_version
-              )
-              if (rows.length === 0) return { stopped: 0 }
-              const swaps: Array<{ id: string; old: Uint8Array; next: Uint8Array }> = []
-              const unreadable: Array<SecretsError> = []
-              for (const row of rows) {
-                const place = placeOf(column, row.id)
-                const result = run.dry_run
-                  ? secrets.checkUnsafe(row.envelope, place)
-                  : secrets.resealUnsafe(row.envelope, place)
-                if (result instanceof SecretsError) unreadable.push(result)
-                else if (result !== undefined) swaps.push({ id: row.id, old: row.envelope, next: result })
-              }
-              if (!run.dry_run && unreadable.length > 0) {
-                // Nothing of this batch is written: the run stops here (see the module header).
-                yield* logUnreadable(run, unreadable)
-                return { stopped: unreadable.length }
-              }
-              afterId = rows[rows.length - 1]?.id ?? afterId
-              yield* repo.commitBatch(
-                column,
-                swaps,
-                { runId: run.id, owner, cursorColumn: columnIndex, cursorRowId: afterId, failed: unreadable.length },
-                settings.lease
-              )
-              yield* logUnreadable(run, unreadable)
-              if (rows.length < run.batch_size) return { stopped: 0 }
-            }
-          })
-
-        const processRun = (run: RotationRow): Effect.Effect<void, LeaseLost> =>
-          Effect.gen(function* () {
-            if (
-              run.target_key_version !== secrets.activeVersion ||
-              run.target_key_fingerprint !== secrets.activeFingerprint
-            ) {
-              // Created by a process with another active key: re-sealing here would seal under
-              // a key the run does not name, which the other servers may not hold.
-              const counts = yield* repo.count(SealedColumns, run.target_key_version)
-              return yield* repo.finish(run.id, owner, {
-                status: "FAILED",
-                remaining: counts.notUnder,
-                error:
-                  run.target_key_version !== secrets.activeVersion
-                    ? `this run targets key version ${run.target_key_version} but a worker's active version is ${secrets.activeVersion}; deploy one key ring everywhere, then start a new rotation`
-                    : `a worker's active key of version ${secrets.activeVersion} is not the key this run was created with; deploy one key ring everywhere, then start a new rotation`
-              })
-            }
-            const before = yield* repo.count(SealedColumns, run.target_key_version)
-            yield* repo.begin(run.id, owner, { total: before.total, remaining: before.notUnder })
-            if (!run.dry_run) {
-              // Refuse before writing anything when some envelopes cannot be opened at all.
-              const census = yield* repo.versions(SealedColumns)
-              const missing = [...census].filter(([version]) => !secrets.hasKey(version))
-              if (missing.length > 0) {
-                const unreadable = missing.reduce((sum, [, n]) => sum + n, 0)
-                const versions = missing.map(([version]) => version).join(", ")
-                yield* Effect.logWarning("secret_rotation_refused").pipe(
-                  Effect.annotateLogs({ rotation_id: run.id, unreadable, missing_key_versions: versions })
-                )
-                return yield* repo.finish(run.id, owner, {
-                  status: "FAILED",
-                  remaining: before.notUnder,
-                  addFailed: unreadable,
-                  error: `${unreadable} envelope(s) are sealed under key version(s) ${versions}, which the ring does not hold: restore them in BOSUN_PREVIOUS_MASTER_KEYS; nothing was re-sealed`
-                })
-              }
-            }
-            yield* Effect.logInfo("secret_rotation_started").pipe(
-              Effect.annotateLogs({
-                rotation_id: run.id,
-                dry_run: run.dry_run,
-                total_secrets: before.total,
-                remaining: before.notUnder,
-                resumed_at_column: run.cursor_column
-              })
-            )
-            let stopped = 0
-            for (let index = run.cursor_column; index < SealedColumns.length && stopped === 0; index++) {
-              stopped = (yield* processColumn(run, index)).stopped
-            }
-            const after = yield* repo.count(SealedColumns, run.target_key_version)
-            const failed =
-              stopped +
-              Option.match(yield* repo.find(run.id), {
-                onNone: () => 0,
-                onSome: (current) => current.failed_secrets
-              })
-            const succeeded = failed === 0 && (run.dry_run || after.notUnder === 0)
-            yield* repo.finish(run.id, owner, {
-              status: succeeded ? "SUCCEEDED" : "FAILED",
-              remaining: after.notUnder,
-              addFailed: stopped,
-              error: succeeded
-                ? null
-                : stopped > 0
-                  ? `${stopped} envelope(s) did not open (tampered with, or sealed under another key of the same version); the run stopped there`
-                  : failed > 0
-                    ? `${failed} envelope(s) did not open with any key of the ring: restore the missing key in BOSUN_PREVIOUS_MASTER_KEYS`
-                    : `${after.notUnder} envelope(s) are still under an older key`
-            })
-            yield* Effect.logInfo("secret_rotation_finished").pipe(
-              Effect.annotateLogs({
-                rotation_id: run.id,
-                dry_run: run.dry_run,
-                status: succeeded ? "SUCCEEDED" : "FAILED",
-                failed_secrets: failed,
-                remaining: after.notUnder
-              })
-            )
-          }).pipe(Effect.withSpan("SecretRotation.process", { attributes: { rotation_id: run.id } }))
-
-        // Works on claimable runs until none is left: what the worker does on each wake-up.
-        const drain: Effect.Effect<void> = Effect.gen(function* () {
-          while (true) {
-            const claimed = yield* repo.claim(owner, settings.lease)
-            if (Option.isNone(claimed)) return
-            yield* processRun(claimed.value).pipe(
-              Effect.onInterrupt(() => repo.release(claimed.value.id, owner)),
-              Effect.catchTag("LeaseLost", () =>
-                Effect.logWarning("secret_rotation_lease_lost").pipe(
-                  Effect.annotateLogs({ rotation_id: claimed.value.id })
-                )
-              )
-            )
-          }
-        })
 
         const start = Effect.fn("SecretRotation.start")(function* (request: {
           readonly dryRun: boolean
@@ -272,7 +297,7 @@ export class SecretRotation extends Context.Service<
         yield* (settings.ready ?? Effect.void).pipe(
           Effect.andThen(
             Effect.forever(
-              drain.pipe(
+              drain({ repo, secrets, owner, settings }).pipe(
                 Effect.catchCause((cause) =>
                   Effect.logError("secret_rotation_worker_failed").pipe(Effect.annotateLogs({ cause: String(cause) }))
                 ),

@@ -58,66 +58,77 @@ const fromRelativePath = (relative: string) =>
 
 const compareKeys = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b))
 
-export const makeFileSystemBlobStore = Effect.fn("BlobStore.makeFileSystem")(function* (root: string) {
-  const base = path.resolve(root)
-  const dataDir = path.join(base, "data")
-  const metaDir = path.join(base, "meta")
-  const tmpDir = path.join(base, "tmp")
-  // The server's alone (docs/agent-isolation.md): 0700, whatever an earlier version left.
-  yield* Effect.tryPromise({
-    try: async () => {
-      await fs.mkdir(base, { recursive: true, mode: 0o700 })
-      await fs.chmod(base, 0o700)
-      await Promise.all([dataDir, metaDir, tmpDir].map((d) => fs.mkdir(d, { recursive: true, mode: 0o700 })))
+/** The store's three directories under its root. */
+interface Dirs {
+  readonly dataDir: string
+  readonly metaDir: string
+  readonly tmpDir: string
+}
+
+/** `key`'s file under `dir`; a path that would leave `dir` throws, behind key validation. */
+const inside = (dir: string, key: string, suffix = "") => {
+  const resolved = path.resolve(dir, toRelativePath(key) + suffix)
+  if (!resolved.startsWith(dir + path.sep)) throw new Error(`blob path escapes the store: ${key}`)
+  return resolved
+}
+
+const tmpFile = (tmpDir: string) => path.join(tmpDir, randomBytes(12).toString("hex"))
+
+const writeBody = (file: string, body: BlobBody) =>
+  body instanceof Uint8Array
+    ? Effect.tryPromise({ try: () => fs.writeFile(file, body), catch: unavailable("", "write") })
+    : Effect.flatMap(NodeStream.toReadable(body), (readable) =>
+        Effect.tryPromise({
+          try: () => pipeline(readable, createWriteStream(file)),
+          catch: (cause) => (cause instanceof BlobStoreError ? cause : unavailable("", "write")(cause))
+        })
+      )
+
+const metadataOf = ({ dataDir, metaDir }: Dirs, key: string) =>
+  Effect.tryPromise({
+    try: async (): Promise<Option.Option<BlobMetadata>> => {
+      const stat = await fs.stat(inside(dataDir, key)).catch((cause) => {
+        if (errnoOf(cause) === "ENOENT" || errnoOf(cause) === "ENOTDIR") return undefined
+        throw cause
+      })
+      if (stat === undefined || !stat.isFile()) return Option.none()
+      const meta = await fs
+        .readFile(inside(metaDir, key, ".json"), "utf8")
+        .then((text) => JSON.parse(text) as { contentType?: string })
+        .catch(() => ({ contentType: undefined }))
+      return Option.some({
+        key,
+        size: stat.size,
+        contentType: meta.contentType ?? DEFAULT_CONTENT_TYPE,
+        lastModified: stat.mtime
+      })
     },
-    catch: unavailable("", "cannot create the blob directories")
+    catch: unavailable(key, "head")
   })
 
-  const inside = (dir: string, key: string, suffix = "") => {
-    const resolved = path.resolve(dir, toRelativePath(key) + suffix)
-    if (!resolved.startsWith(dir + path.sep)) throw new Error(`blob path escapes the store: ${key}`)
-    return resolved
+/** Every key under `dir` (recursively), relative to `dataDir`. */
+const walk = async (dataDir: string, dir: string, out: Array<string>): Promise<void> => {
+  const entries = await fs.readdir(dir, { withFileTypes: true }).catch((cause) => {
+    if (errnoOf(cause) === "ENOENT" || errnoOf(cause) === "ENOTDIR") return []
+    throw cause
+  })
+  for (const entry of entries) {
+    const full = path.join(dir, entry.name)
+    if (entry.isDirectory()) await walk(dataDir, full, out)
+    else if (entry.isFile()) out.push(fromRelativePath(path.relative(dataDir, full).split(path.sep).join("/")))
   }
-  const tmpFile = () => path.join(tmpDir, randomBytes(12).toString("hex"))
+}
 
-  const writeBody = (file: string, body: BlobBody) =>
-    body instanceof Uint8Array
-      ? Effect.tryPromise({ try: () => fs.writeFile(file, body), catch: unavailable("", "write") })
-      : Effect.flatMap(NodeStream.toReadable(body), (readable) =>
-          Effect.tryPromise({
-            try: () => pipeline(readable, createWriteStream(file)),
-            catch: (cause) => (cause instanceof BlobStoreError ? cause : unavailable("", "write")(cause))
-          })
-        )
-
-  const metadataOf = (key: string) =>
-    Effect.tryPromise({
-      try: async (): Promise<Option.Option<BlobMetadata>> => {
-        const stat = await fs.stat(inside(dataDir, key)).catch((cause) => {
-          if (errnoOf(cause) === "ENOENT" || errnoOf(cause) === "ENOTDIR") return undefined
-          throw cause
-        })
-        if (stat === undefined || !stat.isFile()) return Option.none()
-        const meta = await fs
-          .readFile(inside(metaDir, key, ".json"), "utf8")
-          .then((text) => JSON.parse(text) as { contentType?: string })
-          .catch(() => ({ contentType: undefined }))
-        return Option.some({
-          key,
-          size: stat.size,
-          contentType: meta.contentType ?? DEFAULT_CONTENT_TYPE,
-          lastModified: stat.mtime
-        })
-      },
-      catch: unavailable(key, "head")
-    })
+/** Writes and deletes: each write lands in a temporary file first, renamed into place. */
+const blobWrites = (dirs: Dirs) => {
+  const { dataDir, metaDir, tmpDir } = dirs
 
   const put = Effect.fn("BlobStore.put")(function* (key: string, body: BlobBody, options?: PutOptions) {
     yield* validateKey(key)
     const dataPath = inside(dataDir, key)
     const metaPath = inside(metaDir, key, ".json")
-    const dataTmp = tmpFile()
-    const metaTmp = tmpFile()
+    const dataTmp = tmpFile(tmpDir)
+    const metaTmp = tmpFile(tmpDir)
     const cleanup = Effect.promise(() =>
       Promise.all([fs.rm(dataTmp, { force: true }), fs.rm(metaTmp, { force: true })])
     )
@@ -150,9 +161,28 @@ export const makeFileSystemBlobStore = Effect.fn("BlobStore.makeFileSystem")(fun
         })
       }
     }).pipe(Effect.ensuring(cleanup))
-    const meta = yield* metadataOf(key)
+    const meta = yield* metadataOf(dirs, key)
     return yield* Effect.fromOption(meta).pipe(Effect.mapError(unavailable(key, "put: blob vanished after write")))
   })
+
+  const remove = Effect.fn("BlobStore.delete")(function* (key: string) {
+    yield* validateKey(key)
+    yield* Effect.tryPromise({
+      try: () =>
+        Promise.all([
+          fs.rm(inside(dataDir, key), { force: true }),
+          fs.rm(inside(metaDir, key, ".json"), { force: true })
+        ]),
+      catch: unavailable(key, "delete")
+    })
+  })
+
+  return { put, delete: remove }
+}
+
+/** Reads: one blob's bytes or metadata, and the keys under a prefix, page by page. */
+const blobReads = (dirs: Dirs) => {
+  const { dataDir } = dirs
 
   const get = Effect.fn("BlobStore.get")(function* (key: string) {
     yield* validateKey(key)
@@ -173,21 +203,8 @@ export const makeFileSystemBlobStore = Effect.fn("BlobStore.makeFileSystem")(fun
 
   const head = Effect.fn("BlobStore.head")(function* (key: string) {
     yield* validateKey(key)
-    return yield* metadataOf(key)
+    return yield* metadataOf(dirs, key)
   })
-
-  /** Every key under `dir` (recursively), relative to `dataDir`. */
-  const walk = async (dir: string, out: Array<string>): Promise<void> => {
-    const entries = await fs.readdir(dir, { withFileTypes: true }).catch((cause) => {
-      if (errnoOf(cause) === "ENOENT" || errnoOf(cause) === "ENOTDIR") return []
-      throw cause
-    })
-    for (const entry of entries) {
-      const full = path.join(dir, entry.name)
-      if (entry.isDirectory()) await walk(full, out)
-      else if (entry.isFile()) out.push(fromRelativePath(path.relative(dataDir, full).split(path.sep).join("/")))
-    }
-  }
 
   const list = Effect.fn("BlobStore.list")(function* (prefix: string, options?: ListOptions) {
     yield* validatePrefix(prefix)
@@ -199,7 +216,7 @@ export const makeFileSystemBlobStore = Effect.fn("BlobStore.makeFileSystem")(fun
     const keys = yield* Effect.tryPromise({
       try: async () => {
         const all: Array<string> = []
-        await walk(start, all)
+        await walk(dataDir, start, all)
         return all
       },
       catch: unavailable(prefix, "list")
@@ -228,19 +245,26 @@ export const makeFileSystemBlobStore = Effect.fn("BlobStore.makeFileSystem")(fun
     }
   })
 
-  const remove = Effect.fn("BlobStore.delete")(function* (key: string) {
-    yield* validateKey(key)
-    yield* Effect.tryPromise({
-      try: () =>
-        Promise.all([
-          fs.rm(inside(dataDir, key), { force: true }),
-          fs.rm(inside(metaDir, key, ".json"), { force: true })
-        ]),
-      catch: unavailable(key, "delete")
-    })
+  return { get, head, list }
+}
+
+export const makeFileSystemBlobStore = Effect.fn("BlobStore.makeFileSystem")(function* (root: string) {
+  const base = path.resolve(root)
+  const dataDir = path.join(base, "data")
+  const metaDir = path.join(base, "meta")
+  const tmpDir = path.join(base, "tmp")
+  // The server's alone (docs/agent-isolation.md): 0700, whatever an earlier version left.
+  yield* Effect.tryPromise({
+    try: async () => {
+      await fs.mkdir(base, { recursive: true, mode: 0o700 })
+      await fs.chmod(base, 0o700)
+      await Promise.all([dataDir, metaDir, tmpDir].map((d) => fs.mkdir(d, { recursive: true, mode: 0o700 })))
+    },
+    catch: unavailable("", "cannot create the blob directories")
   })
 
-  return BlobStore.of({ put, get, head, list, delete: remove })
+  const dirs: Dirs = { dataDir, metaDir, tmpDir }
+  return BlobStore.of({ ...blobWrites(dirs), ...blobReads(dirs) })
 })
 
 /** The embedded default: blobs under `root` (normally `BOSUN_DATA_DIR/blobs`). */
