@@ -86,225 +86,255 @@ class ReviewNotPosted extends Schema.TaggedError<ReviewNotPosted>()("ReviewNotPo
   readonly unretryable = true
 }
 
-export const makeReviewDelivery = Effect.gen(function* () {
-  const sql = yield* SqlClient.SqlClient
-  const outbox = yield* Outbox
-  const effects = yield* ProviderEffectsRepo
-  const findings = yield* ReviewFindingsRepo
-  const pullRequests = yield* PullRequestsRepo
-  const pulls = yield* GitHubPulls
+/** The services a delivery uses, gathered once when the handler is built. */
+const makeDeliveryServices = Effect.gen(function* () {
+  return {
+    sql: yield* SqlClient.SqlClient,
+    outbox: yield* Outbox,
+    effects: yield* ProviderEffectsRepo,
+    findings: yield* ReviewFindingsRepo,
+    pullRequests: yield* PullRequestsRepo,
+    pulls: yield* GitHubPulls
+  }
+})
 
-  const pullOf = (job: ReviewDeliveryPayload): PullRef => ({
-    organizationId: job.organization_id,
-    repository: { owner: job.owner, name: job.name },
-    number: job.number
-  })
-  const refOf = (job: ReviewDeliveryPayload) => ({
-    organizationId: job.organization_id,
-    repositoryId: job.repository_id,
-    number: job.number
-  })
+type DeliveryServices = Effect.Success<typeof makeDeliveryServices>
 
-  const requestOf = Effect.fnUntraced(function* (job: ReviewDeliveryPayload) {
-    const key = reviewEffectKey(job.run_id)
-    const effect = yield* effects.find(job.organization_id, key)
-    if (Option.isNone(effect)) return yield* Effect.die(new Error(`the review effect ${key} was not recorded`))
-    return {
-      effect: effect.value,
-      request: yield* Schema.decodeUnknownEffect(ReviewEffectRequest)(effect.value.request).pipe(Effect.orDie)
-    }
-  })
+const pullOf = (job: ReviewDeliveryPayload): PullRef => ({
+  organizationId: job.organization_id,
+  repository: { owner: job.owner, name: job.name },
+  number: job.number
+})
+const refOf = (job: ReviewDeliveryPayload) => ({
+  organizationId: job.organization_id,
+  repositoryId: job.repository_id,
+  number: job.number
+})
 
-  /**
-   * Posts the review unless it is posted: with its effect's row locked (a second delivery waits,
-   * then finds it SUCCEEDED), GitHub asked first for the review carrying the run's marker.
-   */
-  const postReview = Effect.fnUntraced(function* (job: ReviewDeliveryPayload, request: ReviewEffectRequest) {
-    const pr = pullOf(job)
-    const key = reviewEffectKey(job.run_id)
-    // Counted before the call, in its own commit: a crash during the call leaves it counted.
-    yield* effects.attempted(job.organization_id, key)
-    yield* sql
-      .withTransaction(
-        Effect.gen(function* () {
-          const locked = yield* effects.lock(job.organization_id, key)
-          if (Option.isNone(locked) || locked.value.status === "SUCCEEDED") return
-          const existing = yield* pulls.findReview(pr, reviewMarker(job.run_id))
-          const reviewId = Option.isSome(existing)
-            ? existing.value
-            : yield* pulls.createReview(pr, {
-                commitId: request.commit_id,
-                body: request.body,
-                comments: request.comments.map(
-                  (comment): ReviewCommentDraft => ({
-                    path: comment.path,
-                    body: comment.body,
-                    line: comment.line,
-                    side: comment.side,
-                    startLine: comment.start_line
-                  })
-                )
-              })
-          const posted = yield* pulls.reviewComments(pr, reviewId)
-          const threads = posted.length === 0 ? [] : yield* pulls.reviewThreads(pr)
-          const threadOf = new Map(threads.flatMap((thread) => thread.commentIds.map((id) => [id, thread.id] as const)))
-          yield* findings.recordPosted(refOf(job), {
-            runId: job.run_id,
-            githubReviewId: reviewId,
-            comments: posted.flatMap((comment) => {
-              const fingerprint = FINDING_MARKER.exec(comment.body)?.[1]
-              return fingerprint === undefined
-                ? []
-                : [{ fingerprint, commentId: comment.id, threadId: threadOf.get(comment.id) ?? null }]
+const requestOf = Effect.fnUntraced(function* (effects: DeliveryServices["effects"], job: ReviewDeliveryPayload) {
+  const key = reviewEffectKey(job.run_id)
+  const effect = yield* effects.find(job.organization_id, key)
+  if (Option.isNone(effect)) return yield* Effect.die(new Error(`the review effect ${key} was not recorded`))
+  return {
+    effect: effect.value,
+    request: yield* Schema.decodeUnknownEffect(ReviewEffectRequest)(effect.value.request).pipe(Effect.orDie)
+  }
+})
+
+/**
+ * Posts the review unless it is posted: with its effect's row locked (a second delivery waits,
+ * then finds it SUCCEEDED), GitHub asked first for the review carrying the run's marker.
+ */
+const postReview = Effect.fnUntraced(function* (
+  services: DeliveryServices,
+  job: ReviewDeliveryPayload,
+  request: ReviewEffectRequest
+) {
+  const { effects, pulls } = services
+  const pr = pullOf(job)
+  const key = reviewEffectKey(job.run_id)
+  // Counted before the call, in its own commit: a crash during the call leaves it counted.
+  yield* effects.attempted(job.organization_id, key)
+  yield* services.sql
+    .withTransaction(
+      Effect.gen(function* () {
+        const locked = yield* effects.lock(job.organization_id, key)
+        if (Option.isNone(locked) || locked.value.status === "SUCCEEDED") return
+        const existing = yield* pulls.findReview(pr, reviewMarker(job.run_id))
+        const reviewId = Option.isSome(existing)
+          ? existing.value
+          : yield* pulls.createReview(pr, {
+              commitId: request.commit_id,
+              body: request.body,
+              comments: request.comments.map(
+                (comment): ReviewCommentDraft => ({
+                  path: comment.path,
+                  body: comment.body,
+                  line: comment.line,
+                  side: comment.side,
+                  startLine: comment.start_line
+                })
+              )
             })
+        const posted = yield* pulls.reviewComments(pr, reviewId)
+        const threads = posted.length === 0 ? [] : yield* pulls.reviewThreads(pr)
+        const threadOf = new Map(threads.flatMap((thread) => thread.commentIds.map((id) => [id, thread.id] as const)))
+        yield* services.findings.recordPosted(refOf(job), {
+          runId: job.run_id,
+          githubReviewId: reviewId,
+          comments: posted.flatMap((comment) => {
+            const fingerprint = FINDING_MARKER.exec(comment.body)?.[1]
+            return fingerprint === undefined
+              ? []
+              : [{ fingerprint, commentId: comment.id, threadId: threadOf.get(comment.id) ?? null }]
           })
-          yield* effects.succeed(job.organization_id, key, { review_id: reviewId })
-          yield* pullRequests.setReviewStatus(job.organization_id, refOf(job), "REVIEWED")
         })
-      )
-      .pipe(Effect.catchTag("SqlError", (error) => Effect.die(error)))
-  })
-
-  /** The agent's description into the pull request's body, once. */
-  const describe = Effect.fnUntraced(function* (job: ReviewDeliveryPayload) {
-    const pr = pullOf(job)
-    const key = descriptionEffectKey(job.run_id)
-    const effect = yield* effects.find(job.organization_id, key)
-    if (Option.isNone(effect) || effect.value.status === "SUCCEEDED") return
-    const { description } = yield* Schema.decodeUnknownEffect(DescriptionEffectRequest)(effect.value.request).pipe(
-      Effect.orDie
-    )
-    yield* effects.attempted(job.organization_id, key)
-    const details = yield* pulls.details(pr)
-    if (details.headSha !== job.head_sha) {
-      // The push queued a newer review, whose description this older one must not overwrite.
-      return yield* effects.succeed(job.organization_id, key, { updated: false, superseded: true })
-    }
-    // Built from the body GitHub has now, so a PATCH that landed before a crash is not repeated.
-    const body = withDescription(details.body, description)
-    if (body !== details.body) yield* pulls.updateBody(pr, body)
-    yield* effects.succeed(job.organization_id, key, { updated: body !== details.body })
-  })
-
-  /** A step after the review is posted: retried while it may pass, else logged and let go. */
-  const followUp = (
-    job: ReviewDeliveryPayload,
-    delivery: EffectDelivery,
-    what: string,
-    effect: Effect.Effect<void, GitHubAppError>
-  ) =>
-    effect.pipe(
-      Effect.catch((error) =>
-        retryableGithubError(error) && !delivery.last
-          ? Effect.fail(error)
-          : Effect.logError("review_follow_up_failed").pipe(
-              Effect.annotateLogs({
-                org_id: job.organization_id,
-                run_id: job.run_id,
-                step: what,
-                provider: "github",
-                ...(error.status === undefined ? {} : { http_status: error.status }),
-                error: error.message
-              })
-            )
-      )
-    )
-
-  /** The run's check run in a state, through the serialized `github.check_run` handler. */
-  const recordCheck = (
-    job: ReviewDeliveryPayload,
-    state: string,
-    conclusion: CheckRun["conclusion"],
-    title: string,
-    summary: string
-  ) =>
-    outbox
-      .transaction(
-        outbox.write(
-          "bosun-effects",
-          GITHUB_CHECK_RUN,
-          reviewCheckRun(
-            {
-              organizationId: job.organization_id,
-              owner: job.owner,
-              name: job.name,
-              headSha: job.head_sha,
-              runId: job.run_id
-            },
-            `${state}:${job.run_id}`,
-            { conclusion, title, summary }
-          )
-        )
-      )
-      .pipe(Effect.orDie, Effect.asVoid)
-
-  /** Ends a delivery that will not succeed by itself: said once in the log, on the pull request and its check run. */
-  const giveUp = Effect.fnUntraced(function* (
-    job: ReviewDeliveryPayload,
-    error: GitHubAppError,
-    delivery: EffectDelivery
-  ) {
-    yield* Effect.logError("review_delivery_failed").pipe(
-      Effect.annotateLogs({
-        org_id: job.organization_id,
-        run_id: job.run_id,
-        step: "publish",
-        provider: "github",
-        deliveries: delivery.deliveries,
-        retryable: retryableGithubError(error),
-        ...(error.status === undefined ? {} : { http_status: error.status }),
-        error: error.message
+        yield* effects.succeed(job.organization_id, key, { review_id: reviewId })
+        yield* services.pullRequests.setReviewStatus(job.organization_id, refOf(job), "REVIEWED")
       })
     )
-    yield* effects.failedAttempt(job.organization_id, reviewEffectKey(job.run_id), error.message)
-    yield* pullRequests.setReviewStatus(job.organization_id, refOf(job), "FAILED")
-    const { title, summary } = deliveryFailureCheck({ runId: job.run_id, error })
-    // Keyed by the delivery, so a replay that fails again says so again.
-    yield* recordCheck(job, `delivery_failed:${delivery.deliveries}:${Date.now()}`, "failure", title, summary)
-    return yield* new ReviewNotPosted({ message: error.message })
-  })
+    .pipe(Effect.catchTag("SqlError", (error) => Effect.die(error)))
+})
 
-  const deliver = Effect.fn("ReviewDelivery.deliver")(function* (
-    job: typeof ReviewDeliveryPayload.Type,
-    delivery: EffectDelivery
-  ) {
+/** The agent's description into the pull request's body, once. */
+const describe = Effect.fnUntraced(function* (services: DeliveryServices, job: ReviewDeliveryPayload) {
+  const { effects, pulls } = services
+  const pr = pullOf(job)
+  const key = descriptionEffectKey(job.run_id)
+  const effect = yield* effects.find(job.organization_id, key)
+  if (Option.isNone(effect) || effect.value.status === "SUCCEEDED") return
+  const { description } = yield* Schema.decodeUnknownEffect(DescriptionEffectRequest)(effect.value.request).pipe(
+    Effect.orDie
+  )
+  yield* effects.attempted(job.organization_id, key)
+  const details = yield* pulls.details(pr)
+  if (details.headSha !== job.head_sha) {
+    // The push queued a newer review, whose description this older one must not overwrite.
+    return yield* effects.succeed(job.organization_id, key, { updated: false, superseded: true })
+  }
+  // Built from the body GitHub has now, so a PATCH that landed before a crash is not repeated.
+  const body = withDescription(details.body, description)
+  if (body !== details.body) yield* pulls.updateBody(pr, body)
+  yield* effects.succeed(job.organization_id, key, { updated: body !== details.body })
+})
+
+/** A step after the review is posted: retried while it may pass, else logged and let go. */
+const followUp = (
+  job: ReviewDeliveryPayload,
+  delivery: EffectDelivery,
+  what: string,
+  effect: Effect.Effect<void, GitHubAppError>
+) =>
+  effect.pipe(
+    Effect.catch((error) =>
+      retryableGithubError(error) && !delivery.last
+        ? Effect.fail(error)
+        : Effect.logError("review_follow_up_failed").pipe(
+            Effect.annotateLogs({
+              org_id: job.organization_id,
+              run_id: job.run_id,
+              step: what,
+              provider: "github",
+              ...(error.status === undefined ? {} : { http_status: error.status }),
+              error: error.message
+            })
+          )
+    )
+  )
+
+/** The run's check run in a state, through the serialized `github.check_run` handler. */
+const recordCheck = (
+  outbox: DeliveryServices["outbox"],
+  job: ReviewDeliveryPayload,
+  state: string,
+  conclusion: CheckRun["conclusion"],
+  title: string,
+  summary: string
+) =>
+  outbox
+    .transaction(
+      outbox.write(
+        "bosun-effects",
+        GITHUB_CHECK_RUN,
+        reviewCheckRun(
+          {
+            organizationId: job.organization_id,
+            owner: job.owner,
+            name: job.name,
+            headSha: job.head_sha,
+            runId: job.run_id
+          },
+          `${state}:${job.run_id}`,
+          { conclusion, title, summary }
+        )
+      )
+    )
+    .pipe(Effect.orDie, Effect.asVoid)
+
+/** Ends a delivery that will not succeed by itself: said once in the log, on the pull request and its check run. */
+const giveUp = Effect.fnUntraced(function* (
+  services: DeliveryServices,
+  job: ReviewDeliveryPayload,
+  error: GitHubAppError,
+  delivery: EffectDelivery
+) {
+  yield* Effect.logError("review_delivery_failed").pipe(
+    Effect.annotateLogs({
+      org_id: job.organization_id,
+      run_id: job.run_id,
+      step: "publish",
+      provider: "github",
+      deliveries: delivery.deliveries,
+      retryable: retryableGithubError(error),
+      ...(error.status === undefined ? {} : { http_status: error.status }),
+      error: error.message
+    })
+  )
+  yield* services.effects.failedAttempt(job.organization_id, reviewEffectKey(job.run_id), error.message)
+  yield* services.pullRequests.setReviewStatus(job.organization_id, refOf(job), "FAILED")
+  const { title, summary } = deliveryFailureCheck({ runId: job.run_id, error })
+  // Keyed by the delivery, so a replay that fails again says so again.
+  yield* recordCheck(
+    services.outbox,
+    job,
+    `delivery_failed:${delivery.deliveries}:${Date.now()}`,
+    "failure",
+    title,
+    summary
+  )
+  return yield* new ReviewNotPosted({ message: error.message })
+})
+
+/** Fails a delivery that may pass later, for the queue to retry, after waiting as long as GitHub asked. */
+const retryLater = Effect.fnUntraced(function* (
+  services: DeliveryServices,
+  job: ReviewDeliveryPayload,
+  error: GitHubAppError,
+  delivery: EffectDelivery
+) {
+  yield* Effect.logWarning("review_delivery_failed").pipe(
+    Effect.annotateLogs({
+      org_id: job.organization_id,
+      run_id: job.run_id,
+      step: "publish",
+      provider: "github",
+      deliveries: delivery.deliveries,
+      retryable: true,
+      ...(error.status === undefined ? {} : { http_status: error.status }),
+      ...(error.retryAfter === undefined ? {} : { retry_after_ms: Duration.toMillis(error.retryAfter) }),
+      error: error.message
+    })
+  )
+  yield* services.effects.failedAttempt(job.organization_id, reviewEffectKey(job.run_id), error.message)
+  // A rate limit longer than a call waits: the next delivery comes no sooner than GitHub asked
+  // (up to a minute a delivery), or five quick deliveries would dead-letter it within seconds.
+  if (error.reason === "RateLimited" && error.retryAfter !== undefined) {
+    yield* Effect.sleep(Duration.min(error.retryAfter, MAX_RETRY_AFTER))
+  }
+  return yield* error
+})
+
+const deliverReview = (services: DeliveryServices) =>
+  Effect.fn("ReviewDelivery.deliver")(function* (job: typeof ReviewDeliveryPayload.Type, delivery: EffectDelivery) {
     yield* Effect.annotateCurrentSpan({ "bosun.run_id": job.run_id, "bosun.org_id": job.organization_id })
-    const { request } = yield* requestOf(job)
-    const posted = yield* Effect.result(postReview(job, request))
+    const { request } = yield* requestOf(services.effects, job)
+    const posted = yield* Effect.result(postReview(services, job, request))
     if (posted._tag === "Failure") {
       const error = posted.failure
-      if (!retryableGithubError(error) || delivery.last) return yield* giveUp(job, error, delivery)
-      yield* Effect.logWarning("review_delivery_failed").pipe(
-        Effect.annotateLogs({
-          org_id: job.organization_id,
-          run_id: job.run_id,
-          step: "publish",
-          provider: "github",
-          deliveries: delivery.deliveries,
-          retryable: true,
-          ...(error.status === undefined ? {} : { http_status: error.status }),
-          ...(error.retryAfter === undefined ? {} : { retry_after_ms: Duration.toMillis(error.retryAfter) }),
-          error: error.message
-        })
-      )
-      yield* effects.failedAttempt(job.organization_id, reviewEffectKey(job.run_id), error.message)
-      // A rate limit longer than a call waits: the next delivery comes no sooner than GitHub asked
-      // (up to a minute a delivery), or five quick deliveries would dead-letter it within seconds.
-      if (error.reason === "RateLimited" && error.retryAfter !== undefined) {
-        yield* Effect.sleep(Duration.min(error.retryAfter, MAX_RETRY_AFTER))
-      }
-      return yield* error
+      if (!retryableGithubError(error) || delivery.last) return yield* giveUp(services, job, error, delivery)
+      return yield* retryLater(services, job, error, delivery)
     }
-    yield* followUp(job, delivery, "describe", describe(job))
+    yield* followUp(job, delivery, "describe", describe(services, job))
     // Resolving is idempotent on GitHub, so a delivery that runs again resolves them again.
-    const toResolve = yield* findings.threadsOf(refOf(job), request.resolved)
+    const toResolve = yield* services.findings.threadsOf(refOf(job), request.resolved)
     yield* followUp(
       job,
       delivery,
       "resolve",
-      Effect.forEach(toResolve, (threadId) => pulls.resolveThread(pullOf(job), threadId), { discard: true })
+      Effect.forEach(toResolve, (threadId) => services.pulls.resolveThread(pullOf(job), threadId), { discard: true })
     )
     yield* recordCheck(
+      services.outbox,
       job,
       "success",
       "success",
@@ -315,7 +345,9 @@ export const makeReviewDelivery = Effect.gen(function* () {
     )
   })
 
-  return [outboxHandler(GITHUB_REVIEW_DELIVERY, ReviewDeliveryPayload, deliver)]
+export const makeReviewDelivery = Effect.gen(function* () {
+  const services = yield* makeDeliveryServices
+  return [outboxHandler(GITHUB_REVIEW_DELIVERY, ReviewDeliveryPayload, deliverReview(services))]
 })
 
 /** Adds the review delivery to the `bosun-effects` registry. */

@@ -82,6 +82,170 @@ const toBatch = (events: ReadonlyArray<WorkflowEvent>): Batch => ({
   bytes: renderSse(events)
 })
 
+type Subscriber = Queue.Queue<Batch, Cause.Done>
+
+/** What the hub's channels and connections share: one per hub. */
+interface Hub {
+  readonly runEvents: Effect.Success<typeof RunEvents.client>
+  readonly sql: SqlClient.SqlClient
+  readonly scope: Scope.Scope
+  readonly channels: Map<string, Channel>
+  readonly backlog: number
+}
+
+const storedEvents = (
+  sql: SqlClient.SqlClient,
+  organizationId: string,
+  runId: string,
+  after: number,
+  upTo?: number,
+  limit?: number
+) => Effect.provideService(readEvents(organizationId, runId, after, upTo, limit), SqlClient.SqlClient, sql)
+
+/** Stored events after `after` up to `upTo` (to the newest when undefined), a page at a time. */
+const storedPages = (
+  sql: SqlClient.SqlClient,
+  organizationId: string,
+  runId: string,
+  after: number,
+  upTo: number | undefined
+) =>
+  Stream.paginate(after, (cursor: number) =>
+    Effect.map(
+      storedEvents(sql, organizationId, runId, cursor, upTo, REPLAY_PAGE),
+      (page) =>
+        [
+          page.length === 0 ? [] : [page],
+          page.length === REPLAY_PAGE ? Option.some(page[page.length - 1]?.seq ?? cursor) : Option.none()
+        ] as const
+    )
+  )
+
+/** Keeps `batch` among the channel's recent ones, dropping the oldest beyond RECENT_EVENTS events. */
+const keepRecent = (channel: Channel, batch: Batch) => {
+  channel.recent.push(batch)
+  channel.recentEvents += batch.events.length
+  let oldest = channel.recent[0]
+  while (oldest !== undefined && oldest !== batch && channel.recentEvents - oldest.events.length >= RECENT_EVENTS) {
+    channel.recent.shift()
+    channel.recentEvents -= oldest.events.length
+    oldest = channel.recent[0]
+  }
+}
+
+const publish = (
+  sql: SqlClient.SqlClient,
+  channel: Channel,
+  organizationId: string,
+  runId: string,
+  events: ReadonlyArray<WorkflowEvent>
+) =>
+  Effect.gen(function* () {
+    const known = channel.lastSeq
+    const fresh = known === undefined ? events : events.filter((event) => event.seq > known)
+    const first = fresh[0]
+    if (first === undefined) return
+    const missing =
+      known !== undefined && first.seq > known + 1
+        ? yield* storedEvents(sql, organizationId, runId, known, first.seq - 1)
+        : []
+    const batch = toBatch(missing.length === 0 ? fresh : [...missing, ...fresh])
+    channel.lastSeq = batch.last
+    keepRecent(channel, batch)
+    for (const queue of channel.subscribers) {
+      if (!Queue.offerUnsafe(queue, batch)) Queue.endUnsafe(queue)
+    }
+  })
+
+// Follows the entity for as long as the channel has connections; a subscription that ends
+// or fails (the entity moved, its runner stopped) is taken up again from the ring.
+const follow = (hub: Hub, channel: Channel, organizationId: string, runId: string) =>
+  hub
+    .runEvents(runId)
+    .Subscribe({ organizationId, after: -1 })
+    .pipe(
+      Stream.runForEach((events) => publish(hub.sql, channel, organizationId, runId, events)),
+      Effect.catchCause((cause) =>
+        Effect.logDebug("run_stream_subscription_lost").pipe(Effect.annotateLogs({ run_id: runId, cause }))
+      ),
+      Effect.andThen(Effect.sleep(RESUBSCRIBE_DELAY)),
+      Effect.forever
+    )
+
+const register = (hub: Hub, organizationId: string, runId: string, key: string) =>
+  Effect.gen(function* () {
+    const queue = yield* Queue.bounded<Batch, Cause.Done>(hub.backlog)
+    // One synchronous step: the queue joins and the recent batches are read with no batch
+    // published in between, so every batch is in the one or the other.
+    const { channel, snapshot, start } = yield* Effect.sync(() => {
+      const existing = hub.channels.get(key)
+      const channel: Channel = existing ?? {
+        subscribers: new Set(),
+        recent: [],
+        recentEvents: 0,
+        lastSeq: undefined,
+        follower: undefined
+      }
+      if (existing === undefined) hub.channels.set(key, channel)
+      channel.subscribers.add(queue)
+      return { channel, snapshot: [...channel.recent], start: existing === undefined }
+    })
+    if (start) channel.follower = yield* Effect.forkIn(follow(hub, channel, organizationId, runId), hub.scope)
+    return { channel, queue, snapshot }
+  })
+
+const unregister = (hub: Hub, key: string, channel: Channel, queue: Subscriber) =>
+  Effect.gen(function* () {
+    channel.subscribers.delete(queue)
+    if (channel.subscribers.size > 0 || hub.channels.get(key) !== channel) return
+    hub.channels.delete(key)
+    // Not awaited: the connection that leaves last need not wait for the cluster to hear it.
+    if (channel.follower !== undefined) yield* Effect.forkIn(Fiber.interrupt(channel.follower), hub.scope)
+  })
+
+/** One connection's stream: stored events after `after`, then the channel's batches, each event once. */
+const connectionStream = (hub: Hub, organizationId: string, runId: string, after: number): Stream.Stream<StreamChunk> =>
+  Stream.unwrap(
+    Effect.gen(function* () {
+      const key = `${organizationId}\u0000${runId}`
+      const { snapshot, queue } = yield* Effect.acquireRelease(
+        register(hub, organizationId, runId, key),
+        ({ channel, queue }) => unregister(hub, key, channel, queue)
+      )
+      let delivered = after
+      // Stored events after `delivered` up to `upTo` (to the newest when undefined), a page at a time.
+      const history = (upTo: number | undefined) =>
+        storedPages(hub.sql, organizationId, runId, delivered, upTo).pipe(
+          Stream.map((page) => {
+            delivered = page[page.length - 1]?.seq ?? delivered
+            return chunkOf(page)
+          })
+        )
+      const pass = (batch: Batch): Stream.Stream<StreamChunk> =>
+        Stream.suspend(() => {
+          if (batch.last <= delivered) return Stream.empty
+          const gap = batch.first > delivered + 1 ? history(batch.first - 1) : Stream.empty
+          return Stream.concat(
+            gap,
+            Stream.suspend(() => {
+              const chunk =
+                batch.first > delivered
+                  ? chunkOf(batch.events, batch.bytes)
+                  : chunkOf(batch.events.filter((event) => event.seq > delivered))
+              delivered = batch.last
+              return Stream.make(chunk)
+            })
+          )
+        })
+      // With nothing recent to start from, the database holds everything up to now; with
+      // recent batches, the first one's gap (if any) is read from the database by `pass`.
+      return Stream.concat(
+        snapshot.length === 0 ? Stream.suspend(() => history(undefined)) : Stream.empty,
+        Stream.concat(Stream.fromIterable(snapshot), Stream.fromQueue(queue)).pipe(Stream.flatMap(pass))
+      ).pipe(Stream.takeUntil((chunk) => chunk.ended))
+    })
+  )
+
 export class RunStreamHub extends Context.Service<
   RunStreamHub,
   {
@@ -99,152 +263,17 @@ export class RunStreamHub extends Context.Service<
     Layer.effect(
       RunStreamHub,
       Effect.gen(function* () {
-        const runEvents = yield* RunEvents.client
-        const sql = yield* SqlClient.SqlClient
-        const scope = yield* Scope.Scope
-        const channels = new Map<string, Channel>()
-
-        const stored = (organizationId: string, runId: string, after: number, upTo?: number, limit?: number) =>
-          Effect.provideService(readEvents(organizationId, runId, after, upTo, limit), SqlClient.SqlClient, sql)
-
-        /** Stored events after `after` up to `upTo` (to the newest when undefined), a page at a time. */
-        const storedPages = (organizationId: string, runId: string, after: number, upTo: number | undefined) =>
-          Stream.paginate(after, (cursor: number) =>
-            Effect.map(
-              stored(organizationId, runId, cursor, upTo, REPLAY_PAGE),
-              (page) =>
-                [
-                  page.length === 0 ? [] : [page],
-                  page.length === REPLAY_PAGE ? Option.some(page[page.length - 1]?.seq ?? cursor) : Option.none()
-                ] as const
-            )
-          )
-
-        const publish = (
-          channel: Channel,
-          organizationId: string,
-          runId: string,
-          events: ReadonlyArray<WorkflowEvent>
-        ) =>
-          Effect.gen(function* () {
-            const known = channel.lastSeq
-            const fresh = known === undefined ? events : events.filter((event) => event.seq > known)
-            const first = fresh[0]
-            if (first === undefined) return
-            const missing =
-              known !== undefined && first.seq > known + 1
-                ? yield* stored(organizationId, runId, known, first.seq - 1)
-                : []
-            const batch = toBatch(missing.length === 0 ? fresh : [...missing, ...fresh])
-            channel.lastSeq = batch.last
-            channel.recent.push(batch)
-            channel.recentEvents += batch.events.length
-            let oldest = channel.recent[0]
-            while (
-              oldest !== undefined &&
-              oldest !== batch &&
-              channel.recentEvents - oldest.events.length >= RECENT_EVENTS
-            ) {
-              channel.recent.shift()
-              channel.recentEvents -= oldest.events.length
-              oldest = channel.recent[0]
-            }
-            for (const queue of channel.subscribers) {
-              if (!Queue.offerUnsafe(queue, batch)) Queue.endUnsafe(queue)
-            }
-          })
-
-        // Follows the entity for as long as the channel has connections; a subscription that ends
-        // or fails (the entity moved, its runner stopped) is taken up again from the ring.
-        const follow = (channel: Channel, organizationId: string, runId: string) =>
-          runEvents(runId)
-            .Subscribe({ organizationId, after: -1 })
-            .pipe(
-              Stream.runForEach((events) => publish(channel, organizationId, runId, events)),
-              Effect.catchCause((cause) =>
-                Effect.logDebug("run_stream_subscription_lost").pipe(Effect.annotateLogs({ run_id: runId, cause }))
-              ),
-              Effect.andThen(Effect.sleep(RESUBSCRIBE_DELAY)),
-              Effect.forever
-            )
-
-        const register = (organizationId: string, runId: string, key: string) =>
-          Effect.gen(function* () {
-            const queue = yield* Queue.bounded<Batch, Cause.Done>(settings.backlog)
-            // One synchronous step: the queue joins and the recent batches are read with no batch
-            // published in between, so every batch is in the one or the other.
-            const { channel, snapshot, start } = yield* Effect.sync(() => {
-              const existing = channels.get(key)
-              const channel: Channel = existing ?? {
-                subscribers: new Set(),
-                recent: [],
-                recentEvents: 0,
-                lastSeq: undefined,
-                follower: undefined
-              }
-              if (existing === undefined) channels.set(key, channel)
-              channel.subscribers.add(queue)
-              return { channel, snapshot: [...channel.recent], start: existing === undefined }
-            })
-            if (start) channel.follower = yield* Effect.forkIn(follow(channel, organizationId, runId), scope)
-            return { channel, queue, snapshot }
-          })
-
-        const unregister = (key: string, channel: Channel, queue: Queue.Queue<Batch, Cause.Done>) =>
-          Effect.gen(function* () {
-            channel.subscribers.delete(queue)
-            if (channel.subscribers.size > 0 || channels.get(key) !== channel) return
-            channels.delete(key)
-            // Not awaited: the connection that leaves last need not wait for the cluster to hear it.
-            if (channel.follower !== undefined) yield* Effect.forkIn(Fiber.interrupt(channel.follower), scope)
-          })
-
-        const stream = (organizationId: string, runId: string, after: number): Stream.Stream<StreamChunk> =>
-          Stream.unwrap(
-            Effect.gen(function* () {
-              const key = `${organizationId}\u0000${runId}`
-              const { snapshot, queue } = yield* Effect.acquireRelease(
-                register(organizationId, runId, key),
-                ({ channel, queue }) => unregister(key, channel, queue)
-              )
-              let delivered = after
-              // Stored events after `delivered` up to `upTo` (to the newest when undefined), a page at a time.
-              const history = (upTo: number | undefined) =>
-                storedPages(organizationId, runId, delivered, upTo).pipe(
-                  Stream.map((page) => {
-                    delivered = page[page.length - 1]?.seq ?? delivered
-                    return chunkOf(page)
-                  })
-                )
-              const pass = (batch: Batch): Stream.Stream<StreamChunk> =>
-                Stream.suspend(() => {
-                  if (batch.last <= delivered) return Stream.empty
-                  const gap = batch.first > delivered + 1 ? history(batch.first - 1) : Stream.empty
-                  return Stream.concat(
-                    gap,
-                    Stream.suspend(() => {
-                      const chunk =
-                        batch.first > delivered
-                          ? chunkOf(batch.events, batch.bytes)
-                          : chunkOf(batch.events.filter((event) => event.seq > delivered))
-                      delivered = batch.last
-                      return Stream.make(chunk)
-                    })
-                  )
-                })
-              // With nothing recent to start from, the database holds everything up to now; with
-              // recent batches, the first one's gap (if any) is read from the database by `pass`.
-              return Stream.concat(
-                snapshot.length === 0 ? Stream.suspend(() => history(undefined)) : Stream.empty,
-                Stream.concat(Stream.fromIterable(snapshot), Stream.fromQueue(queue)).pipe(Stream.flatMap(pass))
-              ).pipe(Stream.takeUntil((chunk) => chunk.ended))
-            })
-          )
-
+        const hub: Hub = {
+          runEvents: yield* RunEvents.client,
+          sql: yield* SqlClient.SqlClient,
+          scope: yield* Scope.Scope,
+          channels: new Map<string, Channel>(),
+          backlog: settings.backlog
+        }
         return RunStreamHub.of({
-          stream,
+          stream: (organizationId, runId, after) => connectionStream(hub, organizationId, runId, after),
           stored: (organizationId, runId, after) =>
-            storedPages(organizationId, runId, after, undefined).pipe(Stream.map((page) => chunkOf(page)))
+            storedPages(hub.sql, organizationId, runId, after, undefined).pipe(Stream.map((page) => chunkOf(page)))
         })
       })
     )

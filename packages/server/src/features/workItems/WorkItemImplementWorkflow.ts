@@ -22,13 +22,13 @@
  * The agent's workspace holds only a clone token; the branch, commit and pull request are made by
  * Bosun with the installation token, so nothing the agent runs can write to GitHub.
  */
-import type { AttemptRun, WorkflowType } from "@bosun/actors/attempt/AttemptPorts"
+import type { AttemptRun, PublishInput, WorkflowType } from "@bosun/actors/attempt/AttemptPorts"
 import { CHANGES_PATH, IMPLEMENT_OUTPUT_PATH, ImplementOutput } from "@bosun/domain"
 import { Effect, Option, Result, Schema } from "effect"
-import { ProviderEffectsRepo } from "../../outbound/effects/ProviderEffectsRepo.ts"
+import { type ProviderEffect, ProviderEffectsRepo } from "../../outbound/effects/ProviderEffectsRepo.ts"
 import { GitHubApp } from "../../outbound/github/GitHubApp.ts"
 import { githubAttemptError } from "../../outbound/github/GitHubAttemptError.ts"
-import { type CommitFile, GitHubBranches } from "../../outbound/github/GitHubBranches.ts"
+import { type CommitFile, GitHubBranches, type RepositoryOf } from "../../outbound/github/GitHubBranches.ts"
 import { Outbox } from "../../platform/storage/Outbox.ts"
 import { RepositoriesRepo } from "../repositories/index.ts"
 import { applyChange, parseChanges } from "./ChangeSet.ts"
@@ -48,162 +48,215 @@ const fromGithub = githubAttemptError
 
 export const branchFor = (itemId: string, runId: string) => `bosun/wi-${itemId.slice(0, 8)}-${runId.slice(0, 8)}`
 
-export const workItemImplementWorkflow = Effect.gen(function* () {
-  const workItems = yield* WorkItemsRepo
-  const repositories = yield* RepositoriesRepo
-  const effects = yield* ProviderEffectsRepo
-  const app = yield* GitHubApp
-  const branches = yield* GitHubBranches
-  const outbox = yield* Outbox
-  const setup = yield* makeWorkItemRunSetup
-  const { itemOf, agentOf, checkoutOf, withConventions, withSecondaryRepositories } = setup
+/** The services the implement run's steps use, gathered once when the workflow type is built. */
+const makeImplementServices = Effect.gen(function* () {
+  return {
+    workItems: yield* WorkItemsRepo,
+    repositories: yield* RepositoriesRepo,
+    effects: yield* ProviderEffectsRepo,
+    app: yield* GitHubApp,
+    branches: yield* GitHubBranches,
+    outbox: yield* Outbox,
+    setup: yield* makeWorkItemRunSetup
+  }
+})
 
-  const subjectOf = Effect.fnUntraced(function* (
-    run: Pick<AttemptRun, "organizationId" | "repositoryId" | "inputSnapshot">
-  ) {
-    const found = yield* itemOf(run)
-    if (found.plan === null) return yield* fail("plan_missing", "The work item has no approved plan to implement")
-    if (run.repositoryId === null) return yield* fail("repository_missing", "The work item names no repository")
-    const repository = yield* repositories.find(run.organizationId, run.repositoryId)
-    if (Option.isNone(repository) || !repository.value.available) {
-      return yield* fail("repository_missing", "The work item's repository is no longer connected")
+type ImplementServices = Effect.Success<typeof makeImplementServices>
+
+const subjectOf = Effect.fnUntraced(function* (
+  services: ImplementServices,
+  run: Pick<AttemptRun, "organizationId" | "repositoryId" | "inputSnapshot">
+) {
+  const found = yield* services.setup.itemOf(run)
+  if (found.plan === null) return yield* fail("plan_missing", "The work item has no approved plan to implement")
+  if (run.repositoryId === null) return yield* fail("repository_missing", "The work item names no repository")
+  const repository = yield* services.repositories.find(run.organizationId, run.repositoryId)
+  if (Option.isNone(repository) || !repository.value.available) {
+    return yield* fail("repository_missing", "The work item's repository is no longer connected")
+  }
+  return { found, plan: found.plan, repository: repository.value }
+})
+
+type ImplementSubject = Effect.Success<ReturnType<typeof subjectOf>>
+
+const prepareImplement = Effect.fnUntraced(function* (services: ImplementServices, run: AttemptRun) {
+  const { agentOf, checkoutOf, withConventions, withSecondaryRepositories } = services.setup
+  const { found, plan, repository } = yield* subjectOf(services, run)
+  const { configuration, credentials, settings } = yield* agentOf(run)
+  if (configuration.issue_pull_request_mode === "DISABLED") {
+    return yield* fail(
+      "pull_requests_disabled",
+      `issue_pull_request_mode is DISABLED for ${fullName(repository)}: Bosun opens no pull requests there`
+    )
+  }
+  return yield* withSecondaryRepositories(
+    run.organizationId,
+    configuration,
+    workItemAttempt(settings, run, {
+      prompt: implementPrompt({
+        repository: fullName(repository),
+        title: plan.title,
+        plan: plan.plan,
+        request: found.item.summary ?? "",
+        checkoutPath: CHECKOUT
+      }),
+      instructions: yield* withConventions(run, IMPLEMENT_INSTRUCTIONS),
+      repositories: [yield* checkoutOf(run.organizationId, repository)],
+      time_limit_seconds: IMPLEMENT_TIME_LIMIT_SECONDS,
+      provider_credentials: credentials
+    })
+  )
+})
+
+/** Where the pull request goes: the item's repository and Bosun's branch for this run. */
+interface PullTarget {
+  readonly subject: ImplementSubject
+  readonly at: RepositoryOf
+  readonly branch: string
+}
+
+/**
+ * The runtime's `changes.diff` applied to the default branch as GitHub has it now, committed on
+ * Bosun's branch, and the pull request opened from it.
+ */
+const pushChanges = Effect.fnUntraced(function* (
+  services: ImplementServices,
+  file: PublishInput["file"],
+  target: PullTarget,
+  pull: { readonly draft: boolean; readonly summary: string }
+) {
+  const { branches } = services
+  const { at, branch } = target
+  const { found, plan, repository } = target.subject
+  const parsed = parseChanges(new TextDecoder().decode(yield* file(CHANGES_PATH)), CHECKOUT)
+  if (Result.isFailure(parsed)) return yield* fail("changes_unsupported", parsed.failure)
+  const changes = parsed.success
+  if (changes.length === 0) {
+    return yield* fail("no_changes", "The agent changed no file, so there is no pull request to open")
+  }
+  const base = yield* Effect.mapError(
+    services.app.branchHead(at.organizationId, at.repository, repository.default_branch),
+    fromGithub
+  )
+  const files: Array<CommitFile> = []
+  for (const change of changes) {
+    const before =
+      change.kind === "ADD"
+        ? undefined
+        : Option.getOrUndefined(yield* Effect.mapError(branches.fileAt(at, change.path, base), fromGithub))
+    const after = applyChange(change, before)
+    if (after === undefined) {
+      return yield* fail(
+        "changes_do_not_apply",
+        `The change to ${change.path} no longer applies to ${repository.default_branch}: it changed meanwhile`
+      )
     }
-    return { found, plan: found.plan, repository: repository.value }
+    files.push({ path: change.path, content: after, mode: change.mode })
+  }
+  const commit = yield* Effect.mapError(branches.commit(at, { base, message: plan.title, files }), fromGithub)
+  yield* Effect.mapError(branches.pointBranch(at, branch, commit), fromGithub)
+  return yield* Effect.mapError(
+    branches.openPull(at, {
+      title: plan.title,
+      head: branch,
+      base: repository.default_branch,
+      draft: pull.draft,
+      body: [
+        pull.summary,
+        `### Plan\n\n${plan.plan}`,
+        `Opened by Bosun for work item ${found.item.id}${found.item.source_url === null ? "" : ` (${found.item.source_url})`}.`
+      ].join("\n\n")
+    }),
+    fromGithub
+  )
+})
+
+/**
+ * The run's pull request as a provider effect: one an earlier attempt opened is found by its
+ * branch, else the changes are pushed and it is opened.
+ */
+const openPullRequest = Effect.fnUntraced(function* (
+  services: ImplementServices,
+  run: AttemptRun,
+  file: PublishInput["file"],
+  target: PullTarget & { readonly key: string; readonly recorded: Option.Option<ProviderEffect> }
+) {
+  const { effects } = services
+  const { key, recorded, branch } = target
+  const { plan, repository } = target.subject
+  const output = yield* decodeOutput(new TextDecoder().decode(yield* file(IMPLEMENT_OUTPUT_PATH))).pipe(
+    Effect.mapError((error) =>
+      fail(
+        "implement_output_invalid",
+        `The agent's summary does not match the output contract: ${error.message.split("\n").slice(0, 3).join(" ")}`
+      )
+    )
+  )
+  const { configuration } = yield* services.setup.agentOf(run)
+  const draft = configuration.issue_pull_request_mode !== "READY"
+  yield* effects.begin({
+    organizationId: run.organizationId,
+    runId: run.runId,
+    kind: "github.pull_request",
+    idempotencyKey: key,
+    request: { repository: fullName(repository), branch, title: plan.title, draft }
   })
 
+  const attempted = Option.isSome(recorded) && recorded.value.attempts > 0
+  yield* effects.attempted(run.organizationId, key)
+  const existing = attempted
+    ? yield* Effect.mapError(services.branches.findPull(target.at, branch), fromGithub)
+    : Option.none()
+  const pull = Option.isSome(existing)
+    ? existing.value
+    : yield* pushChanges(services, file, target, { draft, summary: output.summary })
+  yield* effects.succeed(run.organizationId, key, { number: pull.number, url: pull.url })
+  return pull
+})
+
+const publishImplement = Effect.fnUntraced(function* (services: ImplementServices, { run, file }: PublishInput) {
+  const { outbox } = services
+  const subject = yield* subjectOf(services, run)
+  const { found, plan, repository } = subject
+  const at = {
+    organizationId: run.organizationId,
+    repository: { owner: repository.owner, name: repository.name }
+  }
+  const key = `github.pull_request:${run.runId}`
+  const branch = branchFor(found.item.id, run.runId)
+  const recorded = yield* services.effects.find(run.organizationId, key)
+  const pull =
+    Option.isSome(recorded) && recorded.value.status === "SUCCEEDED"
+      ? yield* Schema.decodeUnknownEffect(PullResult)(recorded.value.result).pipe(Effect.orDie)
+      : yield* openPullRequest(services, run, file, { subject, at, branch, key, recorded })
+  const reply = replyEffect(
+    run.organizationId,
+    found.sessionKey,
+    `Opened ${pull.url} for review: ${plan.title}`,
+    `work_item.pull_request:${run.runId}`
+  )
+  yield* outbox
+    .transaction(
+      Effect.gen(function* () {
+        const updated = yield* services.workItems.recordPullRequest(run.organizationId, found.item.id, run.runId, pull)
+        if (Option.isNone(updated) || Option.isNone(reply)) return
+        yield* outbox.write("bosun-effects", reply.value.kind, reply.value.payload)
+      })
+    )
+    .pipe(Effect.mapError((error) => fail("pull_request_unrecorded", error.message, true)))
+})
+
+export const workItemImplementWorkflow = Effect.gen(function* () {
+  const services = yield* makeImplementServices
   const type: WorkflowType = {
     lane: "AGENT",
     outputs: [IMPLEMENT_OUTPUT_PATH, CHANGES_PATH],
-    prepare: (run) =>
-      Effect.gen(function* () {
-        const { found, plan, repository } = yield* subjectOf(run)
-        const { configuration, credentials, settings } = yield* agentOf(run)
-        if (configuration.issue_pull_request_mode === "DISABLED") {
-          return yield* fail(
-            "pull_requests_disabled",
-            `issue_pull_request_mode is DISABLED for ${fullName(repository)}: Bosun opens no pull requests there`
-          )
-        }
-        return yield* withSecondaryRepositories(
-          run.organizationId,
-          configuration,
-          workItemAttempt(settings, run, {
-            prompt: implementPrompt({
-              repository: fullName(repository),
-              title: plan.title,
-              plan: plan.plan,
-              request: found.item.summary ?? "",
-              checkoutPath: CHECKOUT
-            }),
-            instructions: yield* withConventions(run, IMPLEMENT_INSTRUCTIONS),
-            repositories: [yield* checkoutOf(run.organizationId, repository)],
-            time_limit_seconds: IMPLEMENT_TIME_LIMIT_SECONDS,
-            provider_credentials: credentials
-          })
-        )
-      }),
-    publish: ({ run, file }) =>
-      Effect.gen(function* () {
-        const { found, plan, repository } = yield* subjectOf(run)
-        const at = {
-          organizationId: run.organizationId,
-          repository: { owner: repository.owner, name: repository.name }
-        }
-        const key = `github.pull_request:${run.runId}`
-        const branch = branchFor(found.item.id, run.runId)
-        const recorded = yield* effects.find(run.organizationId, key)
-        let pull: { readonly number: number; readonly url: string }
-        if (Option.isSome(recorded) && recorded.value.status === "SUCCEEDED") {
-          pull = yield* Schema.decodeUnknownEffect(PullResult)(recorded.value.result).pipe(Effect.orDie)
-        } else {
-          const output = yield* decodeOutput(new TextDecoder().decode(yield* file(IMPLEMENT_OUTPUT_PATH))).pipe(
-            Effect.mapError((error) =>
-              fail(
-                "implement_output_invalid",
-                `The agent's summary does not match the output contract: ${error.message.split("\n").slice(0, 3).join(" ")}`
-              )
-            )
-          )
-          const { configuration } = yield* agentOf(run)
-          const draft = configuration.issue_pull_request_mode !== "READY"
-          yield* effects.begin({
-            organizationId: run.organizationId,
-            runId: run.runId,
-            kind: "github.pull_request",
-            idempotencyKey: key,
-            request: { repository: fullName(repository), branch, title: plan.title, draft }
-          })
-
-          const attempted = Option.isSome(recorded) && recorded.value.attempts > 0
-          yield* effects.attempted(run.organizationId, key)
-          const existing = attempted ? yield* Effect.mapError(branches.findPull(at, branch), fromGithub) : Option.none()
-          if (Option.isSome(existing)) {
-            pull = existing.value
-          } else {
-            const parsed = parseChanges(new TextDecoder().decode(yield* file(CHANGES_PATH)), CHECKOUT)
-            if (Result.isFailure(parsed)) return yield* fail("changes_unsupported", parsed.failure)
-            const changes = parsed.success
-            if (changes.length === 0) {
-              return yield* fail("no_changes", "The agent changed no file, so there is no pull request to open")
-            }
-            const base = yield* Effect.mapError(
-              app.branchHead(run.organizationId, at.repository, repository.default_branch),
-              fromGithub
-            )
-            const files: Array<CommitFile> = []
-            for (const change of changes) {
-              const before =
-                change.kind === "ADD"
-                  ? undefined
-                  : Option.getOrUndefined(yield* Effect.mapError(branches.fileAt(at, change.path, base), fromGithub))
-              const after = applyChange(change, before)
-              if (after === undefined) {
-                return yield* fail(
-                  "changes_do_not_apply",
-                  `The change to ${change.path} no longer applies to ${repository.default_branch}: it changed meanwhile`
-                )
-              }
-              files.push({ path: change.path, content: after, mode: change.mode })
-            }
-            const commit = yield* Effect.mapError(branches.commit(at, { base, message: plan.title, files }), fromGithub)
-            yield* Effect.mapError(branches.pointBranch(at, branch, commit), fromGithub)
-            pull = yield* Effect.mapError(
-              branches.openPull(at, {
-                title: plan.title,
-                head: branch,
-                base: repository.default_branch,
-                draft,
-                body: [
-                  output.summary,
-                  `### Plan\n\n${plan.plan}`,
-                  `Opened by Bosun for work item ${found.item.id}${found.item.source_url === null ? "" : ` (${found.item.source_url})`}.`
-                ].join("\n\n")
-              }),
-              fromGithub
-            )
-          }
-          yield* effects.succeed(run.organizationId, key, { number: pull.number, url: pull.url })
-        }
-        const reply = replyEffect(
-          run.organizationId,
-          found.sessionKey,
-          `Opened ${pull.url} for review: ${plan.title}`,
-          `work_item.pull_request:${run.runId}`
-        )
-        yield* outbox
-          .transaction(
-            Effect.gen(function* () {
-              const updated = yield* workItems.recordPullRequest(run.organizationId, found.item.id, run.runId, pull)
-              if (Option.isNone(updated) || Option.isNone(reply)) return
-              yield* outbox.write("bosun-effects", reply.value.kind, reply.value.payload)
-            })
-          )
-          .pipe(Effect.mapError((error) => fail("pull_request_unrecorded", error.message, true)))
-      })
+    prepare: (run) => prepareImplement(services, run),
+    publish: (input) => publishImplement(services, input)
   }
 
   const reportFailure: NonNullable<WorkflowType["reportFailure"]> = (report) =>
-    setup.reportFailure(report, "open the pull request")
+    services.setup.reportFailure(report, "open the pull request")
 
   return { [WORK_ITEM_IMPLEMENT]: { ...type, reportFailure } }
 })

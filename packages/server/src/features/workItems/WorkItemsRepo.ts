@@ -62,6 +62,197 @@ export interface WorkItemForRun {
   readonly plan: { readonly repository: string; readonly title: string; readonly plan: string } | null
 }
 
+type Sql = SqlClient.SqlClient
+type Columns = ReturnType<Sql["literal"]>
+
+/** The columns of a work item as `Row` reads them. */
+const workItemColumns = (sql: Sql) =>
+  sql.literal(
+    `id, organization_id, kind, source, source_url, title, summary, state, phase, waiting_reason,
+     primary_repository_id, parent_work_item_id, parent_artifact_id, active_run_id, requested_by_login,
+     completed_at, created_at, updated_at`
+  )
+
+/** Reads of work items and their conversations. */
+const readers = (sql: Sql, columns: Columns) => ({
+  list: Effect.fn("WorkItemsRepo.list")(function* (organizationId: string) {
+    const rows = yield* sql<Row>`
+      SELECT ${columns} FROM work_items WHERE organization_id = ${organizationId}
+      ORDER BY updated_at DESC, id`.pipe(Effect.orDie)
+    return rows.map(toWorkItem)
+  }),
+  find: Effect.fn("WorkItemsRepo.find")(function* (organizationId: string, id: string) {
+    const [row] = yield* sql<Row>`
+      SELECT ${columns} FROM work_items WHERE organization_id = ${organizationId} AND id = ${id}`.pipe(Effect.orDie)
+    return Option.map(Option.fromUndefinedOr(row), toWorkItem)
+  }),
+  forRun: Effect.fn("WorkItemsRepo.forRun")(function* (organizationId: string, id: string) {
+    const [row] = yield* sql<Row & { session_key: string | null; plan: WorkItemForRun["plan"] }>`
+      SELECT ${columns}, session_key, plan FROM work_items
+      WHERE organization_id = ${organizationId} AND id = ${id}`.pipe(Effect.orDie)
+    if (row === undefined) return Option.none()
+    const { session_key, plan, ...item } = row
+    return Option.some({ item: toWorkItem(item), sessionKey: session_key, plan })
+  }),
+  messages: Effect.fn("WorkItemsRepo.messages")(function* (organizationId: string, id: string) {
+    return yield* sql<{ author: string | null; body: string }>`
+      SELECT author, body FROM work_item_messages
+      WHERE organization_id = ${organizationId} AND work_item_id = ${id} ORDER BY id`.pipe(Effect.orDie)
+  })
+})
+
+/** Recording new work items, one per session where they have one. */
+const creators = (sql: Sql, columns: Columns) => {
+  const insert = (organizationId: string, item: NewWorkItem, keepExisting: boolean) =>
+    sql<Row>`
+      INSERT INTO work_items (organization_id, kind, source, source_url, title, summary, requested_by_login,
+                              primary_repository_id, state, phase, waiting_reason, session_key, plan)
+      VALUES (${organizationId}, ${item.kind}, ${item.source}, ${item.sourceUrl ?? null}, ${item.title},
+              ${item.summary ?? null}, ${item.requestedByLogin ?? null}, ${item.primaryRepositoryId ?? null},
+              ${item.state ?? "OPEN"}, ${item.phase ?? "INTAKE"}, ${item.waitingReason ?? null},
+              ${item.sessionKey ?? null},
+              ${item.plan === undefined ? null : JSON.stringify(item.plan)}::jsonb)
+      ${keepExisting ? sql`ON CONFLICT (organization_id, session_key) WHERE session_key IS NOT NULL DO NOTHING` : sql``}
+      RETURNING ${columns}`.pipe(Effect.orDie)
+  return {
+    create: Effect.fn("WorkItemsRepo.create")(function* (organizationId: string, item: NewWorkItem) {
+      const [row] = yield* insert(organizationId, item, false)
+      if (row === undefined) return yield* Effect.die(new Error("work item insert returned no row"))
+      return toWorkItem(row)
+    }),
+    forSession: Effect.fn("WorkItemsRepo.forSession")(function* (
+      organizationId: string,
+      item: NewWorkItem & { readonly sessionKey: string }
+    ) {
+      const [inserted] = yield* insert(organizationId, item, true)
+      if (inserted !== undefined) return { item: toWorkItem(inserted), created: true }
+      const [existing] = yield* sql<Row>`
+        SELECT ${columns} FROM work_items
+        WHERE organization_id = ${organizationId} AND session_key = ${item.sessionKey}`.pipe(Effect.orDie)
+      if (existing === undefined) return yield* Effect.die(new Error("the session's work item vanished"))
+      return { item: toWorkItem(existing), created: false }
+    })
+  }
+}
+
+/** Moves of an item's state: an action, the intake's decision, a follow-up back to intake. */
+const transitions = (sql: Sql, columns: Columns) => ({
+  act: Effect.fn("WorkItemsRepo.act")(function* (organizationId: string, id: string, action: WorkItemAction) {
+    const [row] = yield* sql<Row>`
+      SELECT ${columns} FROM work_items WHERE organization_id = ${organizationId} AND id = ${id}
+      FOR UPDATE`.pipe(Effect.orDie)
+    if (row === undefined) return Option.none()
+    const next = applyAction(row, action)
+    if (next === undefined) {
+      return yield* new ActionNotAvailable({ state: row.state, available: availableActions(row) })
+    }
+    const completed =
+      next.completed === "now" ? sql`now()` : next.completed === "cleared" ? sql`NULL` : sql`completed_at`
+    const [updated] = yield* sql<Row>`
+      UPDATE work_items SET state = ${next.state}, phase = ${next.phase}, waiting_reason = ${next.waiting_reason},
+             completed_at = ${completed}, updated_at = now()
+      WHERE organization_id = ${organizationId} AND id = ${id}
+      RETURNING ${columns}`.pipe(Effect.orDie)
+    return Option.map(Option.fromUndefinedOr(updated), toWorkItem)
+  }),
+  recordIntake: Effect.fn("WorkItemsRepo.recordIntake")(function* (
+    organizationId: string,
+    id: string,
+    runId: string,
+    decision: IntakeDecision,
+    details: {
+      readonly primaryRepositoryId?: string | undefined
+      readonly plan?: WorkItemForRun["plan"] | undefined
+    }
+  ) {
+    const next = afterIntake(decision)
+    const [row] = yield* sql<Row>`
+      UPDATE work_items SET state = ${next.state}, phase = ${next.phase}, waiting_reason = ${next.waiting_reason},
+             kind = coalesce(${next.kind ?? null}, kind),
+             primary_repository_id = coalesce(${details.primaryRepositoryId ?? null}, primary_repository_id),
+             plan = coalesce(${details.plan === undefined ? null : JSON.stringify(details.plan)}::jsonb, plan),
+             completed_at = ${next.completed === "now" ? sql`now()` : sql`completed_at`},
+             active_run_id = NULL, updated_at = now()
+      WHERE organization_id = ${organizationId} AND id = ${id} AND active_run_id = ${runId}
+        AND state IN ('OPEN', 'IN_PROGRESS') AND phase = 'INTAKE'
+      RETURNING ${columns}`.pipe(Effect.orDie)
+    return Option.map(Option.fromUndefinedOr(row), toWorkItem)
+  }),
+  followUp: Effect.fn("WorkItemsRepo.followUp")(function* (
+    organizationId: string,
+    id: string,
+    message: { readonly author: string | null; readonly body: string; readonly deliveryId: string }
+  ) {
+    const [row] = yield* sql<Row>`
+      SELECT ${columns} FROM work_items WHERE organization_id = ${organizationId} AND id = ${id}
+      FOR UPDATE`.pipe(Effect.orDie)
+    if (row === undefined) return Option.none()
+    const next = afterFollowUp(row)
+    if (next === undefined) return Option.none()
+    const recorded = yield* sql<{ id: string }>`
+      INSERT INTO work_item_messages (organization_id, work_item_id, author, body, source_delivery_id)
+      VALUES (${organizationId}, ${id}, ${message.author}, ${message.body.slice(0, 40_000)}, ${message.deliveryId})
+      ON CONFLICT (organization_id, source_delivery_id) DO NOTHING
+      RETURNING id::text AS id`.pipe(Effect.orDie)
+    if (recorded.length === 0) return Option.none()
+    const [updated] = yield* sql<Row>`
+      UPDATE work_items SET state = ${next.state}, phase = ${next.phase}, waiting_reason = ${next.waiting_reason},
+             completed_at = NULL, updated_at = now()
+      WHERE organization_id = ${organizationId} AND id = ${id}
+      RETURNING ${columns}`.pipe(Effect.orDie)
+    return Option.map(Option.fromUndefinedOr(updated), toWorkItem)
+  })
+})
+
+/** What the item's runs and its pull request record on it. */
+const runOutcomes = (sql: Sql, columns: Columns) => ({
+  startRun: Effect.fn("WorkItemsRepo.startRun")(function* (organizationId: string, id: string, runId: string) {
+    yield* sql`UPDATE work_items SET active_run_id = ${runId}, updated_at = now()
+               WHERE organization_id = ${organizationId} AND id = ${id}`.pipe(Effect.orDie)
+  }),
+  recordPullRequest: Effect.fn("WorkItemsRepo.recordPullRequest")(function* (
+    organizationId: string,
+    id: string,
+    runId: string,
+    pull: { readonly number: number; readonly url: string }
+  ) {
+    const [row] = yield* sql<Row>`
+      UPDATE work_items SET state = 'IN_PROGRESS', phase = 'REVIEWING', waiting_reason = NULL,
+             pull_request_number = ${pull.number}, pull_request_url = ${pull.url},
+             active_run_id = NULL, updated_at = now()
+      WHERE organization_id = ${organizationId} AND id = ${id} AND active_run_id = ${runId}
+        AND phase = 'IMPLEMENTING' AND state = 'IN_PROGRESS'
+      RETURNING ${columns}`.pipe(Effect.orDie)
+    return Option.map(Option.fromUndefinedOr(row), toWorkItem)
+  }),
+  pullRequestClosed: Effect.fn("WorkItemsRepo.pullRequestClosed")(function* (
+    organizationId: string,
+    repositoryId: string,
+    number: number,
+    merged: boolean
+  ) {
+    const rows = yield* sql<Row>`
+      UPDATE work_items SET state = ${merged ? "COMPLETED" : "CANCELLED"}, phase = 'DONE', waiting_reason = NULL,
+             completed_at = now(), updated_at = now()
+      WHERE organization_id = ${organizationId} AND primary_repository_id = ${repositoryId}
+        AND pull_request_number = ${number} AND phase = 'REVIEWING' AND state = 'IN_PROGRESS'
+      RETURNING ${columns}`.pipe(Effect.orDie)
+    return rows.map(toWorkItem)
+  }),
+  recordRunFailed: Effect.fn("WorkItemsRepo.recordRunFailed")(function* (
+    organizationId: string,
+    id: string,
+    runId: string
+  ) {
+    const [row] = yield* sql<Row>`
+      UPDATE work_items SET state = 'FAILED', waiting_reason = NULL, active_run_id = NULL, updated_at = now()
+      WHERE organization_id = ${organizationId} AND id = ${id} AND active_run_id = ${runId}
+        AND state IN ('OPEN', 'IN_PROGRESS')
+      RETURNING ${columns}`.pipe(Effect.orDie)
+    return Option.map(Option.fromUndefinedOr(row), toWorkItem)
+  })
+})
+
 export class WorkItemsRepo extends Context.Service<
   WorkItemsRepo,
   {
@@ -148,175 +339,12 @@ export class WorkItemsRepo extends Context.Service<
     WorkItemsRepo,
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
-      const columns = sql.literal(
-        `id, organization_id, kind, source, source_url, title, summary, state, phase, waiting_reason,
-         primary_repository_id, parent_work_item_id, parent_artifact_id, active_run_id, requested_by_login,
-         completed_at, created_at, updated_at`
-      )
-      const insert = (organizationId: string, item: NewWorkItem, keepExisting: boolean) =>
-        sql<Row>`
-          INSERT INTO work_items (organization_id, kind, source, source_url, title, summary, requested_by_login,
-                                  primary_repository_id, state, phase, waiting_reason, session_key, plan)
-          VALUES (${organizationId}, ${item.kind}, ${item.source}, ${item.sourceUrl ?? null}, ${item.title},
-                  ${item.summary ?? null}, ${item.requestedByLogin ?? null}, ${item.primaryRepositoryId ?? null},
-                  ${item.state ?? "OPEN"}, ${item.phase ?? "INTAKE"}, ${item.waitingReason ?? null},
-                  ${item.sessionKey ?? null},
-                  ${item.plan === undefined ? null : JSON.stringify(item.plan)}::jsonb)
-          ${keepExisting ? sql`ON CONFLICT (organization_id, session_key) WHERE session_key IS NOT NULL DO NOTHING` : sql``}
-          RETURNING ${columns}`.pipe(Effect.orDie)
-      const find = Effect.fn("WorkItemsRepo.find")(function* (organizationId: string, id: string) {
-        const [row] = yield* sql<Row>`
-          SELECT ${columns} FROM work_items WHERE organization_id = ${organizationId} AND id = ${id}`.pipe(Effect.orDie)
-        return Option.map(Option.fromUndefinedOr(row), toWorkItem)
-      })
+      const columns = workItemColumns(sql)
       return WorkItemsRepo.of({
-        list: Effect.fn("WorkItemsRepo.list")(function* (organizationId: string) {
-          const rows = yield* sql<Row>`
-            SELECT ${columns} FROM work_items WHERE organization_id = ${organizationId}
-            ORDER BY updated_at DESC, id`.pipe(Effect.orDie)
-          return rows.map(toWorkItem)
-        }),
-        find,
-        act: Effect.fn("WorkItemsRepo.act")(function* (organizationId: string, id: string, action: WorkItemAction) {
-          const [row] = yield* sql<Row>`
-            SELECT ${columns} FROM work_items WHERE organization_id = ${organizationId} AND id = ${id}
-            FOR UPDATE`.pipe(Effect.orDie)
-          if (row === undefined) return Option.none()
-          const next = applyAction(row, action)
-          if (next === undefined) {
-            return yield* new ActionNotAvailable({ state: row.state, available: availableActions(row) })
-          }
-          const completed =
-            next.completed === "now" ? sql`now()` : next.completed === "cleared" ? sql`NULL` : sql`completed_at`
-          const [updated] = yield* sql<Row>`
-            UPDATE work_items SET state = ${next.state}, phase = ${next.phase}, waiting_reason = ${next.waiting_reason},
-                   completed_at = ${completed}, updated_at = now()
-            WHERE organization_id = ${organizationId} AND id = ${id}
-            RETURNING ${columns}`.pipe(Effect.orDie)
-          return Option.map(Option.fromUndefinedOr(updated), toWorkItem)
-        }),
-        create: Effect.fn("WorkItemsRepo.create")(function* (organizationId: string, item: NewWorkItem) {
-          const [row] = yield* insert(organizationId, item, false)
-          if (row === undefined) return yield* Effect.die(new Error("work item insert returned no row"))
-          return toWorkItem(row)
-        }),
-        forSession: Effect.fn("WorkItemsRepo.forSession")(function* (
-          organizationId: string,
-          item: NewWorkItem & { readonly sessionKey: string }
-        ) {
-          const [inserted] = yield* insert(organizationId, item, true)
-          if (inserted !== undefined) return { item: toWorkItem(inserted), created: true }
-          const [existing] = yield* sql<Row>`
-            SELECT ${columns} FROM work_items
-            WHERE organization_id = ${organizationId} AND session_key = ${item.sessionKey}`.pipe(Effect.orDie)
-          if (existing === undefined) return yield* Effect.die(new Error("the session's work item vanished"))
-          return { item: toWorkItem(existing), created: false }
-        }),
-        forRun: Effect.fn("WorkItemsRepo.forRun")(function* (organizationId: string, id: string) {
-          const [row] = yield* sql<Row & { session_key: string | null; plan: WorkItemForRun["plan"] }>`
-            SELECT ${columns}, session_key, plan FROM work_items
-            WHERE organization_id = ${organizationId} AND id = ${id}`.pipe(Effect.orDie)
-          if (row === undefined) return Option.none()
-          const { session_key, plan, ...item } = row
-          return Option.some({ item: toWorkItem(item), sessionKey: session_key, plan })
-        }),
-        startRun: Effect.fn("WorkItemsRepo.startRun")(function* (organizationId: string, id: string, runId: string) {
-          yield* sql`UPDATE work_items SET active_run_id = ${runId}, updated_at = now()
-                     WHERE organization_id = ${organizationId} AND id = ${id}`.pipe(Effect.orDie)
-        }),
-        recordIntake: Effect.fn("WorkItemsRepo.recordIntake")(function* (
-          organizationId: string,
-          id: string,
-          runId: string,
-          decision: IntakeDecision,
-          details: {
-            readonly primaryRepositoryId?: string | undefined
-            readonly plan?: WorkItemForRun["plan"] | undefined
-          }
-        ) {
-          const next = afterIntake(decision)
-          const [row] = yield* sql<Row>`
-            UPDATE work_items SET state = ${next.state}, phase = ${next.phase}, waiting_reason = ${next.waiting_reason},
-                   kind = coalesce(${next.kind ?? null}, kind),
-                   primary_repository_id = coalesce(${details.primaryRepositoryId ?? null}, primary_repository_id),
-                   plan = coalesce(${details.plan === undefined ? null : JSON.stringify(details.plan)}::jsonb, plan),
-                   completed_at = ${next.completed === "now" ? sql`now()` : sql`completed_at`},
-                   active_run_id = NULL, updated_at = now()
-            WHERE organization_id = ${organizationId} AND id = ${id} AND active_run_id = ${runId}
-              AND state IN ('OPEN', 'IN_PROGRESS') AND phase = 'INTAKE'
-            RETURNING ${columns}`.pipe(Effect.orDie)
-          return Option.map(Option.fromUndefinedOr(row), toWorkItem)
-        }),
-        followUp: Effect.fn("WorkItemsRepo.followUp")(function* (
-          organizationId: string,
-          id: string,
-          message: { readonly author: string | null; readonly body: string; readonly deliveryId: string }
-        ) {
-          const [row] = yield* sql<Row>`
-            SELECT ${columns} FROM work_items WHERE organization_id = ${organizationId} AND id = ${id}
-            FOR UPDATE`.pipe(Effect.orDie)
-          if (row === undefined) return Option.none()
-          const next = afterFollowUp(row)
-          if (next === undefined) return Option.none()
-          const recorded = yield* sql<{ id: string }>`
-            INSERT INTO work_item_messages (organization_id, work_item_id, author, body, source_delivery_id)
-            VALUES (${organizationId}, ${id}, ${message.author}, ${message.body.slice(0, 40_000)}, ${message.deliveryId})
-            ON CONFLICT (organization_id, source_delivery_id) DO NOTHING
-            RETURNING id::text AS id`.pipe(Effect.orDie)
-          if (recorded.length === 0) return Option.none()
-          const [updated] = yield* sql<Row>`
-            UPDATE work_items SET state = ${next.state}, phase = ${next.phase}, waiting_reason = ${next.waiting_reason},
-                   completed_at = NULL, updated_at = now()
-            WHERE organization_id = ${organizationId} AND id = ${id}
-            RETURNING ${columns}`.pipe(Effect.orDie)
-          return Option.map(Option.fromUndefinedOr(updated), toWorkItem)
-        }),
-        messages: Effect.fn("WorkItemsRepo.messages")(function* (organizationId: string, id: string) {
-          return yield* sql<{ author: string | null; body: string }>`
-            SELECT author, body FROM work_item_messages
-            WHERE organization_id = ${organizationId} AND work_item_id = ${id} ORDER BY id`.pipe(Effect.orDie)
-        }),
-        recordPullRequest: Effect.fn("WorkItemsRepo.recordPullRequest")(function* (
-          organizationId: string,
-          id: string,
-          runId: string,
-          pull: { readonly number: number; readonly url: string }
-        ) {
-          const [row] = yield* sql<Row>`
-            UPDATE work_items SET state = 'IN_PROGRESS', phase = 'REVIEWING', waiting_reason = NULL,
-                   pull_request_number = ${pull.number}, pull_request_url = ${pull.url},
-                   active_run_id = NULL, updated_at = now()
-            WHERE organization_id = ${organizationId} AND id = ${id} AND active_run_id = ${runId}
-              AND phase = 'IMPLEMENTING' AND state = 'IN_PROGRESS'
-            RETURNING ${columns}`.pipe(Effect.orDie)
-          return Option.map(Option.fromUndefinedOr(row), toWorkItem)
-        }),
-        pullRequestClosed: Effect.fn("WorkItemsRepo.pullRequestClosed")(function* (
-          organizationId: string,
-          repositoryId: string,
-          number: number,
-          merged: boolean
-        ) {
-          const rows = yield* sql<Row>`
-            UPDATE work_items SET state = ${merged ? "COMPLETED" : "CANCELLED"}, phase = 'DONE', waiting_reason = NULL,
-                   completed_at = now(), updated_at = now()
-            WHERE organization_id = ${organizationId} AND primary_repository_id = ${repositoryId}
-              AND pull_request_number = ${number} AND phase = 'REVIEWING' AND state = 'IN_PROGRESS'
-            RETURNING ${columns}`.pipe(Effect.orDie)
-          return rows.map(toWorkItem)
-        }),
-        recordRunFailed: Effect.fn("WorkItemsRepo.recordRunFailed")(function* (
-          organizationId: string,
-          id: string,
-          runId: string
-        ) {
-          const [row] = yield* sql<Row>`
-            UPDATE work_items SET state = 'FAILED', waiting_reason = NULL, active_run_id = NULL, updated_at = now()
-            WHERE organization_id = ${organizationId} AND id = ${id} AND active_run_id = ${runId}
-              AND state IN ('OPEN', 'IN_PROGRESS')
-            RETURNING ${columns}`.pipe(Effect.orDie)
-          return Option.map(Option.fromUndefinedOr(row), toWorkItem)
-        })
+        ...readers(sql, columns),
+        ...creators(sql, columns),
+        ...transitions(sql, columns),
+        ...runOutcomes(sql, columns)
       })
     })
   )

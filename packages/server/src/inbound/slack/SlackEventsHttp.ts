@@ -167,7 +167,7 @@ const recordDelivery = (
         return written
       })
     )
-    .pipe(Effect.provideService(SqlClient.SqlClient, ctx.sql), Effect.orDie)
+    .pipe(Effect.orDie)
 
 /**
  * `url_verification` names no team, so any connected workspace's secret may sign it; it is

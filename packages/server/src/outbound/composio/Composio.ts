@@ -79,6 +79,155 @@ const needsNoAuth = (toolkit: typeof Toolkit.Type) =>
 
 const statusOf = (cause: unknown) => (cause instanceof APIError ? cause.status : undefined)
 
+/** The client for the configured API key; none when there is no key. */
+const clientOf = (config: AppConfig["Service"]) =>
+  Option.flatMap(config.composioApiKey, (key) =>
+    Redacted.value(key) === ""
+      ? Option.none()
+      : Option.some(
+          ComposioClient.fromEnv(
+            {},
+            {
+              apiKey: Redacted.value(key),
+              baseURL: config.composioApiUrl.href.replace(/\/$/, ""),
+              maxRetries: 1,
+              timeout: 10_000,
+              logLevel: "off"
+            }
+          )
+        )
+  )
+
+/** A failed call as a `ComposioError`: a status listed in `expected` as given there, else logged. */
+const callFailed = (
+  operation: string,
+  status: number | undefined,
+  expected: { readonly 400?: ComposioError; readonly 404?: ComposioError }
+) => {
+  const known = status === 400 ? expected[400] : status === 404 ? expected[404] : undefined
+  if (known !== undefined) return Effect.fail(known)
+  const rejected = status === 401 || status === 403
+  return Effect.logWarning("composio_request_failed").pipe(
+    Effect.annotateLogs({ operation, status: status ?? null }),
+    Effect.andThen(
+      Effect.fail(
+        new ComposioError(
+          rejected
+            ? {
+                reason: "CredentialsRejected",
+                message: "Composio refused the configured API key: the operator must check BOSUN_COMPOSIO_API_KEY"
+              }
+            : {
+                reason: "Unavailable",
+                message:
+                  status === undefined
+                    ? `Composio could not be reached (${operation})`
+                    : `Composio answered ${operation} with status ${status}`
+              }
+        )
+      )
+    )
+  )
+}
+
+/**
+ * One Composio call: the client's promise, interruptible, its answer decoded. Failures become
+ * `ComposioError`s (a status listed in `expected` as given there) and every failure Bosun cannot
+ * explain to the member is logged with its operation and status only.
+ */
+const callerOf =
+  (client: Option.Option<ComposioClient>) =>
+  <A>(
+    operation: string,
+    schema: Schema.Decoder<A>,
+    send: (client: ComposioClient, signal: AbortSignal) => PromiseLike<unknown>,
+    expected: { readonly 400?: ComposioError; readonly 404?: ComposioError } = {}
+  ): Effect.Effect<A, ComposioError> =>
+    Effect.gen(function* () {
+      if (Option.isNone(client)) {
+        return yield* new ComposioError({
+          reason: "Unconfigured",
+          message: "Connected apps are not configured: the operator must set BOSUN_COMPOSIO_API_KEY"
+        })
+      }
+      const answer = yield* Effect.tryPromise({
+        try: (signal) => send(client.value, signal),
+        catch: (cause) => statusOf(cause)
+      }).pipe(Effect.catch((status) => callFailed(operation, status, expected)))
+      return yield* Schema.decodeUnknownEffect(schema)(answer).pipe(
+        Effect.catchTag("SchemaError", () =>
+          Effect.logWarning("composio_request_failed").pipe(
+            Effect.annotateLogs({ operation, status: "malformed answer" }),
+            Effect.andThen(
+              Effect.fail(
+                new ComposioError({
+                  reason: "Unavailable",
+                  message: `Composio answered ${operation} with something Bosun cannot read`
+                })
+              )
+            )
+          )
+        )
+      )
+    })
+
+type Call = ReturnType<typeof callerOf>
+
+/** The three operations a connection needs: the toolkit, its managed auth config, a connect link. */
+const connectionCalls = (call: Call) => {
+  const retrieveToolkit = Effect.fn("Composio.retrieveToolkit")(function* (slug: string) {
+    return yield* call("GET toolkits/{slug}", Toolkit, (c, signal) => c.toolkits.retrieve(slug, {}, { signal }), {
+      404: new ComposioError({ reason: "ToolkitNotFound", message: "Composio has no toolkit with this slug" })
+    })
+  })
+
+  /** The toolkit's enabled Composio-managed auth config, created when there is none yet. */
+  const managedAuthConfig = Effect.fn("Composio.managedAuthConfig")(function* (toolkit: typeof Toolkit.Type) {
+    const existing = yield* call("GET auth_configs", AuthConfigList, (c, signal) =>
+      c.authConfigs.list({ toolkit_slug: toolkit.slug, is_composio_managed: true }, { signal })
+    )
+    const reusable = existing.items.find(
+      (item) => item.toolkit.slug === toolkit.slug && item.status === "ENABLED" && item.is_composio_managed !== false
+    )
+    if (reusable !== undefined) return reusable.id
+    const unmanaged = new ComposioError({
+      reason: "ManagedAuthUnavailable",
+      message:
+        "Composio does not manage authentication for this toolkit: an auth config for it must be created in Composio first"
+    })
+    if ((toolkit.composio_managed_auth_schemes ?? []).length === 0) return yield* unmanaged
+    const created = yield* call(
+      "POST auth_configs",
+      AuthConfigCreated,
+      (c, signal) =>
+        c.authConfigs.create(
+          {
+            toolkit: { slug: toolkit.slug },
+            auth_config: { type: "use_composio_managed_auth", name: `Bosun ${toolkit.slug}` }
+          },
+          { signal }
+        ),
+      { 400: unmanaged }
+    )
+    return created.auth_config.id
+  })
+
+  const createLink = Effect.fn("Composio.createLink")(function* (request: {
+    readonly authConfigId: string
+    readonly userId: string
+    readonly callbackUrl: string
+  }) {
+    return yield* call("POST connected_accounts/link", LinkCreated, (c, signal) =>
+      c.link.create(
+        { auth_config_id: request.authConfigId, user_id: request.userId, callback_url: request.callbackUrl },
+        { signal }
+      )
+    )
+  })
+
+  return { retrieveToolkit, managedAuthConfig, createLink }
+}
+
 export class Composio extends Context.Service<
   Composio,
   {
@@ -98,140 +247,7 @@ export class Composio extends Context.Service<
     Composio,
     Effect.gen(function* () {
       const config = yield* AppConfig
-      const client = Option.flatMap(config.composioApiKey, (key) =>
-        Redacted.value(key) === ""
-          ? Option.none()
-          : Option.some(
-              ComposioClient.fromEnv(
-                {},
-                {
-                  apiKey: Redacted.value(key),
-                  baseURL: config.composioApiUrl.href.replace(/\/$/, ""),
-                  maxRetries: 1,
-                  timeout: 10_000,
-                  logLevel: "off"
-                }
-              )
-            )
-      )
-
-      /**
-       * One Composio call: the client's promise, interruptible, its answer decoded. Failures
-       * become `ComposioError`s (a status listed in `expected` as given there) and every failure
-       * Bosun cannot explain to the member is logged with its operation and status only.
-       */
-      const call = <A>(
-        operation: string,
-        schema: Schema.Decoder<A>,
-        send: (client: ComposioClient, signal: AbortSignal) => PromiseLike<unknown>,
-        expected: { readonly 400?: ComposioError; readonly 404?: ComposioError } = {}
-      ): Effect.Effect<A, ComposioError> =>
-        Effect.gen(function* () {
-          if (Option.isNone(client)) {
-            return yield* new ComposioError({
-              reason: "Unconfigured",
-              message: "Connected apps are not configured: the operator must set BOSUN_COMPOSIO_API_KEY"
-            })
-          }
-          const answer = yield* Effect.tryPromise({
-            try: (signal) => send(client.value, signal),
-            catch: (cause) => statusOf(cause)
-          }).pipe(
-            Effect.catch((status) => {
-              const known = status === 400 ? expected[400] : status === 404 ? expected[404] : undefined
-              if (known !== undefined) return Effect.fail(known)
-              const rejected = status === 401 || status === 403
-              return Effect.logWarning("composio_request_failed").pipe(
-                Effect.annotateLogs({ operation, status: status ?? null }),
-                Effect.andThen(
-                  Effect.fail(
-                    new ComposioError(
-                      rejected
-                        ? {
-                            reason: "CredentialsRejected",
-                            message:
-                              "Composio refused the configured API key: the operator must check BOSUN_COMPOSIO_API_KEY"
-                          }
-                        : {
-                            reason: "Unavailable",
-                            message:
-                              status === undefined
-                                ? `Composio could not be reached (${operation})`
-                                : `Composio answered ${operation} with status ${status}`
-                          }
-                    )
-                  )
-                )
-              )
-            })
-          )
-          return yield* Schema.decodeUnknownEffect(schema)(answer).pipe(
-            Effect.catchTag("SchemaError", () =>
-              Effect.logWarning("composio_request_failed").pipe(
-                Effect.annotateLogs({ operation, status: "malformed answer" }),
-                Effect.andThen(
-                  Effect.fail(
-                    new ComposioError({
-                      reason: "Unavailable",
-                      message: `Composio answered ${operation} with something Bosun cannot read`
-                    })
-                  )
-                )
-              )
-            )
-          )
-        })
-
-      const retrieveToolkit = Effect.fn("Composio.retrieveToolkit")(function* (slug: string) {
-        return yield* call("GET toolkits/{slug}", Toolkit, (c, signal) => c.toolkits.retrieve(slug, {}, { signal }), {
-          404: new ComposioError({ reason: "ToolkitNotFound", message: "Composio has no toolkit with this slug" })
-        })
-      })
-
-      /** The toolkit's enabled Composio-managed auth config, created when there is none yet. */
-      const managedAuthConfig = Effect.fn("Composio.managedAuthConfig")(function* (toolkit: typeof Toolkit.Type) {
-        const existing = yield* call("GET auth_configs", AuthConfigList, (c, signal) =>
-          c.authConfigs.list({ toolkit_slug: toolkit.slug, is_composio_managed: true }, { signal })
-        )
-        const reusable = existing.items.find(
-          (item) =>
-            item.toolkit.slug === toolkit.slug && item.status === "ENABLED" && item.is_composio_managed !== false
-        )
-        if (reusable !== undefined) return reusable.id
-        const unmanaged = new ComposioError({
-          reason: "ManagedAuthUnavailable",
-          message:
-            "Composio does not manage authentication for this toolkit: an auth config for it must be created in Composio first"
-        })
-        if ((toolkit.composio_managed_auth_schemes ?? []).length === 0) return yield* unmanaged
-        const created = yield* call(
-          "POST auth_configs",
-          AuthConfigCreated,
-          (c, signal) =>
-            c.authConfigs.create(
-              {
-                toolkit: { slug: toolkit.slug },
-                auth_config: { type: "use_composio_managed_auth", name: `Bosun ${toolkit.slug}` }
-              },
-              { signal }
-            ),
-          { 400: unmanaged }
-        )
-        return created.auth_config.id
-      })
-
-      const createLink = Effect.fn("Composio.createLink")(function* (request: {
-        readonly authConfigId: string
-        readonly userId: string
-        readonly callbackUrl: string
-      }) {
-        return yield* call("POST connected_accounts/link", LinkCreated, (c, signal) =>
-          c.link.create(
-            { auth_config_id: request.authConfigId, user_id: request.userId, callback_url: request.callbackUrl },
-            { signal }
-          )
-        )
-      })
+      const { retrieveToolkit, managedAuthConfig, createLink } = connectionCalls(callerOf(clientOf(config)))
 
       return Composio.of({
         connect: Effect.fn("Composio.connect")(function* ({ toolkitSlug, userId, callbackUrl }) {
