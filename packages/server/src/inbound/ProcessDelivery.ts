@@ -5,11 +5,14 @@
  * in between applies nothing twice. Deliveries about one subject are applied in arrival order,
  * whatever order their wake-ups are handled in: the transaction serializes on the subject and
  * first applies the subject's earlier deliveries still pending (their own wake-ups then find them
- * processed). Outbox rows the work writes are sent once it commits, and the Scheduler is woken
- * after it when the work queued or cancelled a run. A database failure fails the message, which
- * the queue retries and finally dead-letters. What a delivery does is its source's handler's.
+ * processed); an earlier one that fails is left to its own wake-up, so it cannot hold up the
+ * subject for good. Outbox rows the work writes are sent once it commits, and the Scheduler is
+ * woken after it when a handler asks for it. A failure of the delivery the wake-up names fails
+ * the message, which the queue retries and finally dead-letters. What a delivery does is its
+ * source's handler's.
  */
-import { Effect, Schema } from "effect"
+import { Cause, Effect, Exit, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import { Outbox } from "../platform/storage/Outbox.ts"
 import { outboxHandler } from "../platform/storage/OutboxHandlers.ts"
 import type { WebhookDeliveriesShape, WebhookDelivery } from "./WebhookDeliveries.ts"
@@ -19,15 +22,15 @@ export const DeliveryPointer = Schema.Struct({ organization_id: Schema.String, d
 
 /**
  * What applying a delivery came to: why it was ignored (null when it was acted on), and whether
- * the work queued or cancelled a run, so that the Scheduler is woken once the transaction
- * committed (before, it would not see the rows).
+ * the Scheduler is to be woken once the transaction committed (before, it would not see the rows
+ * the work wrote): GitHub's steps ask for it when they queued or cancelled a run.
  */
 export interface DeliveryOutcome {
   readonly ignoredReason: string | null
   readonly wakeScheduler: boolean
 }
 
-/** An outcome whose work, when there was any, is the Scheduler's to pick up. */
+/** An outcome that wakes the Scheduler whenever the delivery was acted on (Slack's and Linear's). */
 export const actedOn = (ignoredReason: string | null): DeliveryOutcome => ({
   ignoredReason,
   wakeScheduler: ignoredReason === null
@@ -46,6 +49,49 @@ export const makeDeliveryProcessor = (
 ) =>
   Effect.gen(function* () {
     const outbox = yield* Outbox
+    const sql = yield* SqlClient.SqlClient
+
+    /** Applies and marks one delivery; answers whether the Scheduler is to be woken. */
+    const applyOne = (delivery: WebhookDelivery, before: string | null) =>
+      Effect.gen(function* () {
+        const outcome = yield* apply(delivery)
+        yield* deliveries.markProcessed(delivery.organizationId, delivery.deliveryId, outcome.ignoredReason)
+        yield* Effect.logInfo(`${name}_delivery_processed`).pipe(
+          Effect.annotateLogs({
+            org_id: delivery.organizationId,
+            delivery_id: delivery.deliveryId,
+            event: delivery.event,
+            action: delivery.action,
+            ignored_reason: outcome.ignoredReason,
+            ...(before === null ? {} : { applied_before: before })
+          })
+        )
+        return outcome.wakeScheduler
+      })
+
+    /**
+     * An earlier delivery of the subject, on a savepoint: one that fails is rolled back and left
+     * pending for its own wake-up to retry (and finally dead-letter), so a delivery that keeps
+     * failing does not hold up the subject's later ones for good.
+     */
+    const applyEarlier = (delivery: WebhookDelivery, before: string) =>
+      Effect.gen(function* () {
+        const applied = yield* Effect.exit(sql.withTransaction(applyOne(delivery, before)))
+        if (Exit.isSuccess(applied)) return applied.value
+        if (Cause.hasInterruptsOnly(applied.cause)) return yield* Effect.failCause(applied.cause)
+        yield* Effect.logWarning(`${name}_delivery_deferred`).pipe(
+          Effect.annotateLogs({
+            org_id: delivery.organizationId,
+            delivery_id: delivery.deliveryId,
+            event: delivery.event,
+            action: delivery.action,
+            applied_after: before,
+            error: messageOf(Cause.squash(applied.cause))
+          })
+        )
+        return false
+      })
+
     return Effect.fn(`${name}.handle`)(function* (pointer: typeof DeliveryPointer.Type) {
       const wakeAfterCommit = yield* outbox
         .transaction(
@@ -53,30 +99,19 @@ export const makeDeliveryProcessor = (
             yield* deliveries.serialize(pointer.organization_id, pointer.delivery_id)
             const found = yield* deliveries.lock(pointer.organization_id, pointer.delivery_id)
             if (found._tag === "None" || found.value.processedAt !== null) return false
-            const earlier = yield* deliveries.lockPendingBefore(found.value)
             let wakeScheduler = false
-            for (const delivery of [...earlier, found.value]) {
-              const outcome = yield* apply(delivery)
-              yield* deliveries.markProcessed(delivery.organizationId, delivery.deliveryId, outcome.ignoredReason)
-              yield* Effect.logInfo(`${name}_delivery_processed`).pipe(
-                Effect.annotateLogs({
-                  org_id: delivery.organizationId,
-                  delivery_id: delivery.deliveryId,
-                  event: delivery.event,
-                  action: delivery.action,
-                  ignored_reason: outcome.ignoredReason,
-                  ...(delivery === found.value ? {} : { applied_before: pointer.delivery_id })
-                })
-              )
-              wakeScheduler ||= outcome.wakeScheduler
+            for (const delivery of yield* deliveries.lockPendingBefore(found.value)) {
+              wakeScheduler = (yield* applyEarlier(delivery, pointer.delivery_id)) || wakeScheduler
             }
-            return wakeScheduler
+            return (yield* applyOne(found.value, null)) || wakeScheduler
           })
         )
         .pipe(Effect.orDie)
       if (wakeAfterCommit) yield* wake
     })
   })
+
+const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error))
 
 /** The inbox handler of rows of `kind`, whose payload is a `DeliveryPointer`. */
 export const processDeliveryOnce = (

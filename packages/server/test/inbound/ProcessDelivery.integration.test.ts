@@ -1,16 +1,17 @@
 /**
- * How the Linear and Slack inboxes apply deliveries (`inbound/ProcessDelivery.ts`) on a
+ * How the GitHub, Slack and Linear inboxes apply deliveries (`inbound/ProcessDelivery.ts`) on a
  * real Postgres: each delivery once, and one subject's deliveries in arrival order whatever order
  * their wake-ups are handled in — the inbox handles eight messages at once, so a Linear comment's
- * wake-up can run before the wake-up of the delivery that created the issue's work item.
+ * wake-up can run before the wake-up of the delivery that created the issue's work item — except
+ * that an earlier delivery that fails is left to its own wake-up rather than holding the subject up.
  */
 import { assert, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Exit } from "effect"
 import { SqlClient } from "effect/sql"
 import { actedOn, processDeliveryOnce } from "../../src/inbound/ProcessDelivery.ts"
 import { makeWebhookDeliveries, type WebhookDelivery } from "../../src/inbound/WebhookDeliveries.ts"
 import { signIn } from "../support/Identity.ts"
-import { layerTestServer } from "../support/TestServer.ts"
+import { layerTestServer, logsNamed } from "../support/TestServer.ts"
 
 const delivery = (organizationId: string, deliveryId: string, subject: string | null): WebhookDelivery => ({
   deliveryId,
@@ -32,10 +33,16 @@ const setUp = (organizationId: string, ids: ReadonlyArray<readonly [string, stri
     }
     const applied: Array<string> = []
     const handler = yield* processDeliveryOnce("test.delivery", "test", deliveries, (found) =>
-      Effect.sync(() => {
-        applied.push(found.deliveryId)
-        return actedOn(found.deliveryId.endsWith("-ignored") ? "ignored by the test" : null)
-      })
+      found.deliveryId.endsWith("-broken")
+        ? // Writes, then fails: what it wrote must not outlive it.
+          sql`UPDATE linear_deliveries SET ignored_reason = 'half-applied' WHERE delivery_id = ${found.deliveryId}`.pipe(
+            Effect.orDie,
+            Effect.andThen(Effect.die(new Error(`the provider refused ${found.deliveryId}`)))
+          )
+        : Effect.sync(() => {
+            applied.push(found.deliveryId)
+            return actedOn(found.deliveryId.endsWith("-ignored") ? "ignored by the test" : null)
+          })
     )
     const wake = (id: string) =>
       handler.handle({ organization_id: organizationId, delivery_id: id }, { deliveries: 1, last: false })
@@ -94,5 +101,32 @@ layer(layerTestServer(), { excludeTestServices: true })("applying webhook delive
       assert.deepStrictEqual(applied, ids)
       assert.isTrue((yield* state).every((row) => row.processed))
     })
+  )
+
+  it.effect(
+    "an earlier delivery that fails is rolled back and left to its own wake-up: the subject's later ones still apply",
+    () =>
+      Effect.gen(function* () {
+        const { applied, wake, state } = yield* setUp("inbox-stuck", [
+          ["s1-broken", "issue-stuck"],
+          ["s2-comment", "issue-stuck"]
+        ])
+        yield* wake("s2-comment")
+        assert.deepStrictEqual(applied, ["s2-comment"])
+        assert.deepStrictEqual(yield* state, [
+          { delivery_id: "s1-broken", processed: false, ignored_reason: null },
+          { delivery_id: "s2-comment", processed: true, ignored_reason: null }
+        ])
+        const deferred = yield* logsNamed("test_delivery_deferred")
+        assert.strictEqual(deferred.length, 1)
+        assert.strictEqual(deferred[0]?.level, "warn")
+        assert.strictEqual(deferred[0]?.delivery_id, "s1-broken")
+        assert.strictEqual(deferred[0]?.applied_after, "s2-comment")
+        assert.strictEqual(deferred[0]?.error, "the provider refused s1-broken")
+        // Its own wake-up still fails, for the queue to retry and finally dead-letter.
+        const exit = yield* Effect.exit(wake("s1-broken"))
+        assert.isTrue(Exit.isFailure(exit))
+        assert.deepStrictEqual((yield* state)[0], { delivery_id: "s1-broken", processed: false, ignored_reason: null })
+      })
   )
 })
