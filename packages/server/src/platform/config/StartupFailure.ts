@@ -20,7 +20,10 @@ const oneLine = (text: string) => text.replace(/\s*\n\s*/g, " | ").slice(-600)
 
 const firstLine = (text: string) => text.split("\n")[0] ?? text
 
-/** A ServeError carries its reason (e.g. `listen EADDRINUSE …`) in its cause, not its message. */
+/**
+ * A ServeError or a SocketServerError carries its reason (e.g. `listen EADDRINUSE …`) in its
+ * cause, not its message.
+ */
 const serveReason = (error: object): string => {
   const cause = "cause" in error ? error.cause : undefined
   if (cause instanceof Error && cause.message !== "") return cause.message
@@ -34,6 +37,10 @@ export const describeStartupFailure = (cause: Cause.Cause<unknown>): string => {
   if (typeof error === "object" && error !== null && "_tag" in error) {
     const tagged = error as { readonly _tag: string; readonly message?: unknown; readonly reason?: unknown }
     if (tagged._tag === "ServeError") return `cannot start the HTTP server: ${firstLine(serveReason(error))}`
+    // The cluster's runner socket (BOSUN_RUNNER_PORT): its own message is only "Open".
+    if (tagged._tag === "SocketServerError") {
+      return `cannot open the cluster runner's socket (BOSUN_RUNNER_PORT): ${firstLine(serveReason(error))}`
+    }
     if (tagged._tag === "EmbeddedPostgresError") return `embedded Postgres: ${oneLine(String(tagged.message))}`
     if (tagged._tag === "SqlError") return `database: ${firstLine(String(tagged.message))}`
     if (typeof tagged.message === "string") return firstLine(tagged.message)

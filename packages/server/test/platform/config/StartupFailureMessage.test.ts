@@ -1,7 +1,11 @@
-/** The one start-up line carries the reason the HTTP server could not listen, not an empty message. */
+/**
+ * The one start-up line carries the reason the HTTP server or the cluster runner's socket could not
+ * listen, not an empty message (the runner socket's own is only "Open").
+ */
 import { assert, describe, it } from "@effect/vitest"
 import { Cause } from "effect"
 import { ServeError } from "effect/http/HttpServerError"
+import { SocketServerError, SocketServerOpenError } from "effect/socket/SocketServer"
 import { describeStartupFailure } from "../../../src/platform/config/StartupFailure.ts"
 
 describe("describeStartupFailure", () => {
@@ -19,6 +23,18 @@ describe("describeStartupFailure", () => {
     assert.strictEqual(
       describeStartupFailure(Cause.fail(new ServeError({ cause: undefined }))),
       "cannot start the HTTP server: unknown"
+    )
+  })
+
+  it("names the listen error of a runner port already in use", () => {
+    const cause = Object.assign(new Error("listen EADDRINUSE: address already in use 127.0.0.1:34431"), {
+      code: "EADDRINUSE"
+    })
+    const error = new SocketServerError({ reason: new SocketServerOpenError({ cause }) })
+    assert.strictEqual(error.reason.message, "Open")
+    assert.strictEqual(
+      describeStartupFailure(Cause.fail(error)),
+      "cannot open the cluster runner's socket (BOSUN_RUNNER_PORT): listen EADDRINUSE: address already in use 127.0.0.1:34431"
     )
   })
 })
